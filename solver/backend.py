@@ -1,0 +1,231 @@
+"""Choosing and starting a Taichi backend, and what each backend can do.
+
+Taichi 1.7.4 falls back to the CPU silently when the asked-for GPU backend is missing (see
+../shared/reference/taichi-notes.md), so `start_backend` checks the architecture actually
+running after `ti.init` and stops with a clear message when it is not the one asked for.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import platform
+import sys
+from dataclasses import dataclass
+
+import taichi as ti
+
+BACKEND_CHOICES = ("cpu", "cuda", "vulkan", "metal", "auto")
+
+
+class BackendError(RuntimeError):
+    """The asked-for backend cannot run here, or cannot run what the config asks for."""
+
+
+@dataclass(frozen=True)
+class BackendCapabilities:
+    """What a backend can do, checked before anything runs."""
+
+    name: str
+    precisions: tuple[str, ...]
+    threads_option: bool
+    note: str
+
+
+CAPABILITIES: dict[str, BackendCapabilities] = {
+    "cpu": BackendCapabilities("cpu", ("f32", "f64"), True, "Taichi x64/arm64 backend"),
+    "cuda": BackendCapabilities("cuda", ("f32", "f64"), False, "NVIDIA GPUs"),
+    "vulkan": BackendCapabilities(
+        "vulkan", ("f32",), False, "SPIR-V codegen shared with Metal; f32 only to match Metal"
+    ),
+    "metal": BackendCapabilities("metal", ("f32",), False, "Apple GPUs: no f64, no 64-bit atomics"),
+}
+
+_ARCHS = {"cpu": ti.cpu, "cuda": ti.cuda, "vulkan": ti.vulkan, "metal": ti.metal}
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """The backend really running, as reported to the user and written to summary.json."""
+
+    name: str
+    device: str
+    precision: str
+    threads: int | None
+    taichi_version: str
+
+
+def check_capabilities(backend: str, precision: str, threads: int | None = None) -> None:
+    """Raise BackendError if `backend` cannot run with `precision` or the `threads` option."""
+    if backend not in CAPABILITIES:
+        allowed = ", ".join(BACKEND_CHOICES)
+        raise BackendError(f"unknown backend {backend!r}; allowed: {allowed}")
+    caps = CAPABILITIES[backend]
+    if precision not in caps.precisions:
+        raise BackendError(
+            f"backend {backend} supports precision {' and '.join(caps.precisions)} only, "
+            f"but the config asks for physics.precision = {precision!r}; "
+            f"use f32 or run on {', '.join(b for b, c in CAPABILITIES.items() if precision in c.precisions)}"
+        )
+    if threads is not None and not caps.threads_option:
+        raise BackendError(f"--threads applies to the cpu backend only, not to {backend}")
+    if threads is not None and threads < 1:
+        raise BackendError(f"--threads must be >= 1, got {threads}")
+
+
+def _running_arch() -> str:
+    """The backend Taichi is really running on, in this module's names (x64/arm64 -> cpu)."""
+    arch = ti.lang.impl.current_cfg().arch.name
+    return "cpu" if arch in ("x64", "arm64") else arch
+
+
+def _init(backend: str, precision: str, threads: int | None) -> None:
+    """ti.init for `backend`; precision sets Taichi's default float for all kernels."""
+    kwargs: dict[str, object] = {
+        "arch": _ARCHS[backend],
+        "default_fp": ti.f64 if precision == "f64" else ti.f32,
+        "default_ip": ti.i32,
+        "log_level": ti.WARN,
+    }
+    if backend == "cpu" and threads is not None:
+        kwargs["cpu_max_num_threads"] = threads
+    ti.init(**kwargs)
+
+
+def _auto_backend() -> str:
+    """CUDA if it really starts, else Metal on macOS, else the CPU; never a software Vulkan."""
+    candidates = ["cuda"] + (["metal"] if sys.platform == "darwin" else [])
+    for name in candidates:
+        _init(name, "f32", None)
+        if _running_arch() == name:
+            ti.reset()
+            return name
+        ti.reset()
+    return "cpu"
+
+
+def resolve_backend(requested: str) -> str:
+    """The concrete backend for `requested`, resolving "auto" by probing the machine."""
+    if requested == "auto":
+        return _auto_backend()
+    if requested not in CAPABILITIES:
+        raise BackendError(
+            f"unknown backend {requested!r}; allowed: {', '.join(BACKEND_CHOICES)}"
+        )
+    return requested
+
+
+def start_backend(requested: str, precision: str = "f32", threads: int | None = None) -> BackendInfo:
+    """Start Taichi on the requested backend and verify it is the one really running.
+
+    `threads` caps the CPU backend's thread pool (1 is the sequential reference).
+    """
+    backend = resolve_backend(requested)
+    check_capabilities(backend, precision, threads)
+    _init(backend, precision, threads)
+    running = _running_arch()
+    if running != backend:
+        ti.reset()
+        raise BackendError(
+            f"backend {backend} was asked for but Taichi started {running} instead "
+            f"(no usable {backend} device or driver on this machine); "
+            f"choose another with --backend ({', '.join(BACKEND_CHOICES)})"
+        )
+    return BackendInfo(
+        name=backend,
+        device=describe_device(backend, threads),
+        precision=precision,
+        threads=threads if backend == "cpu" else None,
+        taichi_version=ti.__version__ if isinstance(ti.__version__, str) else
+        ".".join(str(v) for v in ti.__version__),
+    )
+
+
+def describe_device(backend: str, threads: int | None = None) -> str:
+    """A human description of the device behind `backend`."""
+    if backend == "cpu":
+        cores = os.cpu_count() or 1
+        used = threads if threads is not None else cores
+        return f"{platform.processor() or platform.machine()} CPU, {used} of {cores} threads"
+    if backend == "cuda":
+        return _cuda_device_name() or "CUDA device 0"
+    if backend == "vulkan":
+        devices = vulkan_devices()
+        if not devices:
+            return "Vulkan device (name not available)"
+        return "; ".join(f"{name} [{kind}]" for name, kind in devices)
+    return "Apple GPU (Metal)"
+
+
+def _cuda_device_name() -> str | None:
+    """Name of CUDA device 0 through the driver API (Taichi always uses device 0)."""
+    lib = ctypes.util.find_library("cuda") or "libcuda.so.1"
+    try:
+        cuda = ctypes.CDLL(lib)
+    except OSError:
+        return None
+    device = ctypes.c_int()
+    name = ctypes.create_string_buffer(256)
+    if cuda.cuInit(0) != 0 or cuda.cuDeviceGet(ctypes.byref(device), 0) != 0:
+        return None
+    if cuda.cuDeviceGetName(name, 256, device) != 0:
+        return None
+    return name.value.decode(errors="replace")
+
+
+_VK_DEVICE_TYPES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "software"}
+
+
+def vulkan_devices() -> list[tuple[str, str]]:
+    """(name, type) of every Vulkan physical device, read through the loader with ctypes.
+
+    The type is "software" for CPU implementations such as Mesa's lavapipe.
+    """
+    lib = ctypes.util.find_library("vulkan") or "libvulkan.so.1"
+    try:
+        vk = ctypes.CDLL(lib)
+    except OSError:
+        return []
+
+    class InstanceCreateInfo(ctypes.Structure):
+        _fields_ = [
+            ("sType", ctypes.c_int),
+            ("pNext", ctypes.c_void_p),
+            ("flags", ctypes.c_uint32),
+            ("pApplicationInfo", ctypes.c_void_p),
+            ("enabledLayerCount", ctypes.c_uint32),
+            ("ppEnabledLayerNames", ctypes.c_void_p),
+            ("enabledExtensionCount", ctypes.c_uint32),
+            ("ppEnabledExtensionNames", ctypes.c_void_p),
+        ]
+
+    class PhysicalDeviceProperties(ctypes.Structure):
+        _fields_ = [
+            ("apiVersion", ctypes.c_uint32),
+            ("driverVersion", ctypes.c_uint32),
+            ("vendorID", ctypes.c_uint32),
+            ("deviceID", ctypes.c_uint32),
+            ("deviceType", ctypes.c_int),
+            ("deviceName", ctypes.c_char * 256),
+            ("rest", ctypes.c_ubyte * 1024),
+        ]
+
+    info = InstanceCreateInfo(sType=1)
+    instance = ctypes.c_void_p()
+    if vk.vkCreateInstance(ctypes.byref(info), None, ctypes.byref(instance)) != 0:
+        return []
+    try:
+        count = ctypes.c_uint32(0)
+        vk.vkEnumeratePhysicalDevices(instance, ctypes.byref(count), None)
+        handles = (ctypes.c_void_p * count.value)()
+        vk.vkEnumeratePhysicalDevices(instance, ctypes.byref(count), handles)
+        devices = []
+        for handle in handles:
+            props = PhysicalDeviceProperties()
+            vk.vkGetPhysicalDeviceProperties(ctypes.c_void_p(handle), ctypes.byref(props))
+            kind = _VK_DEVICE_TYPES.get(props.deviceType, "other")
+            devices.append((props.deviceName.decode(errors="replace"), kind))
+        return devices
+    finally:
+        vk.vkDestroyInstance(instance, None)

@@ -1,0 +1,70 @@
+"""Smoothing kernels W(r, h) in 3D and their gradient factor F(r, h).
+
+Every formula here is plain arithmetic on its arguments, so one definition serves both numpy
+(probes, tests) and Taichi kernels (Taichi traces Python functions called from a kernel). The
+support radius is 2h for both kernels. The gradient is written as grad_i W_ij = r_ij F(r, h)
+with r_ij = x_i - x_j, F = (1/r) dW/dr, which stays finite as r -> 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+KERNEL_NAMES = ("cubic_spline", "wendland_c2")
+
+
+def _positive_part(t: Any) -> Any:
+    """max(t, 0) with arithmetic only (works for numpy arrays, scalars and Taichi expressions)."""
+    return t * (t > 0.0)
+
+
+def cubic_spline_w(r: Any, h: Any) -> Any:
+    """Cubic B-spline, Monaghan and Lattanzio (1985), 3D normalisation 1/(pi h^3).
+
+    W = sigma/4 [(2-q)+^3 - 4 (1-q)+^3], q = r/h.
+    """
+    q = r / h
+    sigma = 1.0 / (math.pi * h * h * h)
+    return sigma * 0.25 * (_positive_part(2.0 - q) ** 3 - 4.0 * _positive_part(1.0 - q) ** 3)
+
+
+def cubic_spline_f(r: Any, h: Any) -> Any:
+    """(1/r) dW/dr of the cubic spline: sigma/h^2 * (1/q) dw/dq, finite at q = 0."""
+    q = r / h
+    sigma = 1.0 / (math.pi * h * h * h)
+    inner = (q < 1.0) * (2.25 * q - 3.0)
+    outer = (q >= 1.0) * 0.75 * _positive_part(2.0 - q) ** 2 / (q + (q < 1.0))
+    return sigma / (h * h) * (inner - outer)
+
+
+def wendland_c2_w(r: Any, h: Any) -> Any:
+    """Wendland C2 kernel (Wendland 1995) as in DualSPHysics (Dominguez et al. 2022).
+
+    W = 21/(16 pi h^3) (1 - q/2)+^4 (2q + 1), q = r/h.
+    """
+    q = r / h
+    alpha = 21.0 / (16.0 * math.pi * h * h * h)
+    return alpha * _positive_part(1.0 - 0.5 * q) ** 4 * (2.0 * q + 1.0)
+
+
+def wendland_c2_f(r: Any, h: Any) -> Any:
+    """(1/r) dW/dr of the Wendland C2 kernel: -5 alpha/h^2 (1 - q/2)+^3."""
+    q = r / h
+    alpha = 21.0 / (16.0 * math.pi * h * h * h)
+    return -5.0 * alpha / (h * h) * _positive_part(1.0 - 0.5 * q) ** 3
+
+
+KernelPair = tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]
+
+
+def kernel_functions(name: str) -> KernelPair:
+    """The (W, F) pair of the kernel called `name` (one of KERNEL_NAMES)."""
+    pairs: dict[str, KernelPair] = {
+        "cubic_spline": (cubic_spline_w, cubic_spline_f),
+        "wendland_c2": (wendland_c2_w, wendland_c2_f),
+    }
+    if name not in pairs:
+        raise ValueError(f"unknown smoothing kernel {name!r}; allowed: {', '.join(KERNEL_NAMES)}")
+    return pairs[name]
