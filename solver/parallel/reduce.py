@@ -1,0 +1,83 @@
+"""Deterministic sum, min and max of float arrays.
+
+A fixed-shape reduction tree: every thread folds its own contiguous chunk of CHUNK elements in
+index order, then the partial results are folded the same way, level after level. The order of
+additions depends only on n, never on thread scheduling, so a sum gives the same bits on every
+run of one backend (unlike a float atomic_add; see ../shared/reference/taichi-notes.md, section
+4). Results land in an element of a device array, so a consumer kernel can read them without a
+round trip to the host.
+"""
+
+import taichi as ti
+
+CHUNK = 128
+SUM, MIN, MAX = 0, 1, 2
+_IDENTITY = {SUM: 0.0, MIN: float("inf"), MAX: float("-inf")}
+
+
+@ti.func
+def _combine(a, b, op: ti.template()):
+    result = a
+    if ti.static(op == SUM):
+        result = a + b
+    elif ti.static(op == MIN):
+        result = ti.min(a, b)
+    else:
+        result = ti.max(a, b)
+    return result
+
+
+@ti.kernel
+def _fold_chunks(values: ti.types.ndarray(ndim=1), n: ti.i32, out: ti.types.ndarray(ndim=1),
+                 out_index: ti.i32, op: ti.template()):
+    for c in range((n + CHUNK - 1) // CHUNK):
+        begin = c * CHUNK
+        acc = values[begin]
+        for i in range(begin + 1, ti.min(begin + CHUNK, n)):
+            acc = _combine(acc, values[i], op)
+        out[out_index + c] = acc
+
+
+@ti.kernel
+def _store(out: ti.types.ndarray(ndim=1), out_index: ti.i32, value: float):
+    out[out_index] = value
+
+
+class Reducer:
+    """Sum, min and max over the first n elements of 1-D float arrays of up to `capacity`.
+
+    `dtype` (ti.f32 or ti.f64) is the element type of the arrays it reduces.
+    """
+
+    def __init__(self, capacity: int, dtype=ti.f32) -> None:
+        self._levels: list[ti.Ndarray] = []
+        size = max(int(capacity), 1)
+        while size > CHUNK:
+            size = (size + CHUNK - 1) // CHUNK
+            self._levels.append(ti.ndarray(dtype, shape=size))
+        self.capacity = max(int(capacity), 1)
+
+    def sum(self, values: ti.Ndarray, n: int, out: ti.Ndarray, index: int = 0) -> None:
+        """out[index] = values[0] + ... + values[n-1], in a fixed order (0 when n is 0)."""
+        self._reduce(values, n, out, index, SUM)
+
+    def min(self, values: ti.Ndarray, n: int, out: ti.Ndarray, index: int = 0) -> None:
+        """out[index] = min of values[0:n] (+inf when n is 0)."""
+        self._reduce(values, n, out, index, MIN)
+
+    def max(self, values: ti.Ndarray, n: int, out: ti.Ndarray, index: int = 0) -> None:
+        """out[index] = max of values[0:n] (-inf when n is 0)."""
+        self._reduce(values, n, out, index, MAX)
+
+    def _reduce(self, values: ti.Ndarray, n: int, out: ti.Ndarray, index: int, op: int) -> None:
+        if n > self.capacity:
+            raise ValueError(f"reduction of {n} elements exceeds its capacity {self.capacity}")
+        if n == 0:
+            _store(out, index, _IDENTITY[op])
+            return
+        level = 0
+        while n > CHUNK:
+            partial = self._levels[level]
+            _fold_chunks(values, n, partial, 0, op)
+            values, n, level = partial, (n + CHUNK - 1) // CHUNK, level + 1
+        _fold_chunks(values, n, out, index, op)

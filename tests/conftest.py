@@ -1,0 +1,70 @@
+"""Shared test fixtures: run building-block tests on every backend this machine has.
+
+The backends tried are cpu and vulkan, plus cuda where a CUDA driver is present and metal on
+macOS; DAMBREAK_TEST_BACKENDS (comma-separated) overrides the list. A backend that cannot start
+is skipped with its reason, except those named in DAMBREAK_REQUIRE_BACKENDS, which fail instead
+(.ci/run requires vulkan, so CI never silently skips it).
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import os
+import sys
+
+import pytest
+import taichi as ti
+
+from solver.backend import BackendError, start_backend
+
+
+def _candidate_backends() -> list[str]:
+    listed = os.environ.get("DAMBREAK_TEST_BACKENDS")
+    if listed:
+        return [b.strip() for b in listed.split(",") if b.strip()]
+    names = ["cpu", "vulkan"]
+    if ctypes.util.find_library("cuda"):
+        names.append("cuda")
+    if sys.platform == "darwin":
+        names.append("metal")
+    return names
+
+
+REQUIRED = {b.strip() for b in os.environ.get("DAMBREAK_REQUIRE_BACKENDS", "").split(",") if b}
+_current: tuple[str, str] | None = None
+
+
+def use_backend(name: str, precision: str = "f32") -> None:
+    """Start Taichi on `name` unless it already runs there; skip or fail if it cannot."""
+    global _current
+    if _current == (name, precision):
+        return
+    ti.reset()
+    _current = None
+    try:
+        start_backend(name, precision)
+    except BackendError as error:
+        if name in REQUIRED:
+            pytest.fail(f"required backend {name} cannot start: {error}")
+        pytest.skip(f"backend {name} not available here: {error}")
+    _current = (name, precision)
+
+
+@pytest.fixture(scope="session", params=_candidate_backends())
+def backend(request: pytest.FixtureRequest) -> str:
+    """The name of a backend; tests using it run once per available backend."""
+    return request.param
+
+
+@pytest.fixture
+def on_backend(backend: str) -> str:
+    """Taichi started on `backend` (f32) for this test."""
+    use_backend(backend)
+    return backend
+
+
+@pytest.fixture
+def on_cpu() -> str:
+    """Taichi started on the CPU backend (f32) for this test."""
+    use_backend("cpu")
+    return "cpu"

@@ -1,0 +1,129 @@
+"""The portable building blocks against numpy, on every backend: scan, stable sort, gather,
+reductions, and the determinism the solver relies on."""
+
+import numpy as np
+import pytest
+import taichi as ti
+
+from solver.parallel.gather import gather
+from solver.parallel.reduce import Reducer
+from solver.parallel.scan import ExclusiveScan
+from solver.parallel.sort import StableKeySort
+
+SCAN_LENGTHS = [0, 1, 7, 8, 9, 31, 32, 33, 1023, 1024, 1025, 3_000_017]
+
+
+def _ndarray(values: np.ndarray, dtype=ti.i32) -> ti.Ndarray:
+    array = ti.ndarray(dtype, shape=max(len(values), 1))
+    if len(values):
+        array.from_numpy(values)
+    return array
+
+
+@pytest.mark.parametrize("n", SCAN_LENGTHS)
+def test_exclusive_scan_matches_numpy(on_backend, n):
+    rng = np.random.default_rng(n)
+    values = rng.integers(-3, 1000, n).astype(np.int32)
+    scan = ExclusiveScan(n)
+    out = ti.ndarray(ti.i32, shape=max(n, 1))
+    scan(_ndarray(values), out, n)
+    expected = (np.cumsum(values) - values).astype(np.int32)
+    np.testing.assert_array_equal(out.to_numpy()[:n], expected)
+    assert scan.total.to_numpy()[0] == values.sum()
+
+
+def test_scan_in_place_and_leaves_tail_alone(on_backend):
+    values = np.arange(1, 101, dtype=np.int32)
+    array = _ndarray(values)
+    ExclusiveScan(100)(array, array, 60)
+    got = array.to_numpy()
+    np.testing.assert_array_equal(got[:60], np.cumsum(values[:60]) - values[:60])
+    np.testing.assert_array_equal(got[60:], values[60:])
+
+
+def _sorted_by_radix(keys: np.ndarray, key_bits: int) -> tuple[np.ndarray, np.ndarray]:
+    n = len(keys)
+    sorter = StableKeySort(n)
+    keys_out = ti.ndarray(ti.i32, shape=max(n, 1))
+    values_out = ti.ndarray(ti.i32, shape=max(n, 1))
+    sorter(_ndarray(keys.astype(np.int32)), _ndarray(np.arange(n, dtype=np.int32)), keys_out,
+           values_out, n, key_bits)
+    return keys_out.to_numpy()[:n], values_out.to_numpy()[:n]
+
+
+SORT_CASES = {
+    "random": lambda rng: rng.integers(0, 2**15, 200_001),
+    "one cell": lambda rng: np.full(100_000, 4321),
+    "empty cells": lambda rng: rng.choice([3, 17, 30000], 50_000),
+    "already sorted": lambda rng: np.sort(rng.integers(0, 2**15, 70_000)),
+    "reversed": lambda rng: np.sort(rng.integers(0, 2**15, 70_000))[::-1].copy(),
+    "tiny": lambda rng: np.array([5, 1, 5, 0, 1]),
+    "single": lambda rng: np.array([9]),
+    "empty": lambda rng: np.zeros(0, dtype=np.int64),
+}
+
+
+@pytest.mark.parametrize("case", SORT_CASES)
+def test_stable_sort_matches_numpy_stable_argsort(on_backend, case):
+    keys = SORT_CASES[case](np.random.default_rng(7)).astype(np.int32)
+    sorted_keys, order = _sorted_by_radix(keys, key_bits=15)
+    expected = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(order, expected)
+    np.testing.assert_array_equal(sorted_keys, keys[expected])
+
+
+@pytest.mark.parametrize("key_bits", [0, 1, 9, 17, 24, 31])
+def test_stable_sort_every_key_width(on_backend, key_bits):
+    rng = np.random.default_rng(key_bits)
+    keys = rng.integers(0, 2**key_bits, 30_001).astype(np.int32)
+    _, order = _sorted_by_radix(keys, key_bits)
+    np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+
+
+def test_sort_is_bitwise_repeatable(on_backend):
+    keys = np.random.default_rng(3).integers(0, 300, 100_000).astype(np.int32)
+    first = _sorted_by_radix(keys, 9)
+    second = _sorted_by_radix(keys, 9)
+    np.testing.assert_array_equal(first[1], second[1])
+
+
+def test_gather_reorders_scalar_and_vector_arrays(on_backend):
+    n = 1000
+    order = np.random.default_rng(1).permutation(n).astype(np.int32)
+    scalars = np.random.default_rng(2).random(n).astype(np.float32)
+    vectors = np.random.default_rng(3).random((n, 3)).astype(np.float32)
+    src_s, dst_s = _ndarray(scalars, ti.f32), ti.ndarray(ti.f32, shape=n)
+    src_v = ti.Vector.ndarray(3, ti.f32, shape=n)
+    src_v.from_numpy(vectors)
+    dst_v = ti.Vector.ndarray(3, ti.f32, shape=n)
+    gather(src_s, dst_s, _ndarray(order), n)
+    gather(src_v, dst_v, _ndarray(order), n)
+    np.testing.assert_array_equal(dst_s.to_numpy(), scalars[order])
+    np.testing.assert_array_equal(dst_v.to_numpy(), vectors[order])
+
+
+@pytest.mark.parametrize("n", [0, 1, 127, 128, 129, 16_385, 2_000_003])
+def test_reductions_match_numpy(on_backend, n):
+    values = (np.random.default_rng(n).standard_normal(n) * 50).astype(np.float32)
+    reducer = Reducer(n)
+    out = ti.ndarray(ti.f32, shape=3)
+    array = _ndarray(values, ti.f32)
+    reducer.sum(array, n, out, 0)
+    reducer.min(array, n, out, 1)
+    reducer.max(array, n, out, 2)
+    total, low, high = out.to_numpy()
+    assert total == pytest.approx(values.astype(np.float64).sum(), abs=1e-5 * np.abs(values).sum() + 1e-6)
+    assert low == (values.min() if n else np.inf)
+    assert high == (values.max() if n else -np.inf)
+
+
+def test_sum_gives_the_same_bits_every_run(on_backend):
+    values = np.random.default_rng(11).standard_normal(1_000_003).astype(np.float32)
+    reducer = Reducer(len(values))
+    array = _ndarray(values, ti.f32)
+    out = ti.ndarray(ti.f32, shape=1)
+    results = set()
+    for _ in range(5):
+        reducer.sum(array, len(values), out)
+        results.add(out.to_numpy()[0].tobytes())
+    assert len(results) == 1
