@@ -1,0 +1,969 @@
+"""A case file (TOML) becomes a validated, frozen `Config`; every default and check lives here.
+
+The schema is one table, `SCHEMA`: each key's section, type, unit, default, allowed range or
+choices and a one-line meaning. Validation reads it, the dataclass defaults are taken from it
+and scripts/gen_config_docs.py renders it into docs/configuration.md, so the three cannot drift.
+
+TOML layout::
+
+    [case] name                     [particles] dp
+    [domain] min max                [tank] min max wall_layers open_top
+    [[fluid]] min max               [[obstacle]] min max hollow
+    [physics] ...   [time] ...      [output] ...
+    [[probes.height]] name x y      [[probes.pressure]] name position
+
+Coordinates are metres with z up. Physical defaults follow DualSPHysics' CaseDambreak and the
+OpenFPM SPH example (see /work/shared/reference/cases.md, section 1).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from solver.physics.smoothing_kernels import KERNEL_NAMES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = [
+    "ARRAY_SECTIONS",
+    "CROSS_CHECKS",
+    "QUICK_CONFIG",
+    "REQUIRED",
+    "SCHEMA",
+    "SECTIONS",
+    "Box",
+    "Config",
+    "ConfigError",
+    "HeightGauge",
+    "KeySpec",
+    "ObstacleConfig",
+    "OutputConfig",
+    "PhysicsConfig",
+    "PressureSensor",
+    "ProbesConfig",
+    "TankConfig",
+    "TimeConfig",
+    "config_to_toml",
+    "default_domain",
+    "geometric_tolerance",
+    "load_config",
+    "loads_config",
+    "wall_extent",
+]
+
+Vec3 = tuple[float, float, float]
+
+QUICK_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "quick.toml"
+"""The case run when no file is given."""
+
+BUILTIN_QUICK_SOURCE = "<built-in quick>"
+"""`Config.source` of the configuration loaded when no path is given."""
+
+
+class ConfigError(Exception):
+    """A case file or a `--set` override is wrong; the message names file, key, value and rule."""
+
+
+# --------------------------------------------------------------------------------------------
+# The schema: one table that validation, dataclass defaults and the docs generator all read.
+# --------------------------------------------------------------------------------------------
+
+
+class _Required:
+    """Marker default of a key that must be given."""
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+"""Default of a key without a default."""
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """Metadata of one configuration key.
+
+    `kind` is one of "float", "int", "bool", "str", "vec3". `default` is a value, `REQUIRED`,
+    or None for a key whose default is derived from other keys (then `auto` says how).
+    Numeric bounds are inclusive unless `lo_open`/`hi_open`.
+    """
+
+    section: str
+    key: str
+    kind: str
+    unit: str
+    default: Any
+    doc: str
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    choices: tuple[str, ...] | None = None
+    auto: str = ""
+
+    @property
+    def path(self) -> str:
+        """The dotted name, e.g. "physics.kernel"."""
+        return f"{self.section}.{self.key}"
+
+    def allowed_text(self) -> str:
+        """The allowed values in words, for messages and docs."""
+        if self.choices is not None:
+            return "one of " + ", ".join(f'"{c}"' for c in self.choices)
+        if self.kind == "bool":
+            return "true or false"
+        if self.kind == "str":
+            return "letters, digits, _ . -"
+        parts: list[str] = []
+        if self.lo is not None and self.hi is not None:
+            left = "(" if self.lo_open else "["
+            right = ")" if self.hi_open else "]"
+            parts.append(f"{left}{_num(self.lo)}, {_num(self.hi)}{right}")
+        elif self.lo is not None:
+            parts.append(("> " if self.lo_open else ">= ") + _num(self.lo))
+        elif self.hi is not None:
+            parts.append(("< " if self.hi_open else "<= ") + _num(self.hi))
+        if self.kind == "vec3":
+            parts.insert(0, "3 numbers")
+        elif self.kind == "int":
+            parts.insert(0, "integer")
+        elif not parts:
+            parts.append("any number")
+        return ", ".join(parts)
+
+
+def _num(x: float) -> str:
+    """A bound written compactly (7.0 -> "7", 1e-05 -> "1e-05")."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
+
+
+SECTIONS: dict[str, str] = {
+    "case": "What the case is called.",
+    "particles": "Particle spacing.",
+    "domain": "The computational box; particles that leave it are removed (and counted).",
+    "tank": "The tank: an axis-aligned box whose inner faces carry the innermost wall layer.",
+    "fluid": "Blocks of water at rest at t = 0 (array of tables, at least one).",
+    "obstacle": "Fixed boxes inside the tank (array of tables, any number).",
+    "physics": "Weakly compressible SPH model.",
+    "time": "Time integration and output times.",
+    "output": "What is written.",
+    "probes.height": "Water-height gauges: vertical lines at (x, y) (array of tables).",
+    "probes.pressure": "Pressure sensors at points (array of tables).",
+}
+"""Every section, in file order, with its meaning."""
+
+ARRAY_SECTIONS = frozenset({"fluid", "obstacle", "probes.height", "probes.pressure"})
+"""Sections written as arrays of tables ([[fluid]]); the others are plain tables."""
+
+# fmt: off
+SCHEMA: tuple[KeySpec, ...] = (
+    KeySpec("case", "name", "str", "-", None, "Case name; outputs go to outputs/<name>/.",
+            auto="the file's stem"),
+    KeySpec("particles", "dp", "float", "m", REQUIRED, "Initial particle spacing.",
+            lo=0.0, lo_open=True),
+    KeySpec("domain", "min", "vec3", "m", None, "Lower corner of the domain.",
+            auto="tank min - (wall_layers dp + 2H)"),
+    KeySpec("domain", "max", "vec3", "m", None, "Upper corner of the domain.",
+            auto="tank max + (wall_layers dp + 2H); z also + tank height if open_top"),
+    KeySpec("tank", "min", "vec3", "m", REQUIRED, "Lower corner of the tank's inner faces."),
+    KeySpec("tank", "max", "vec3", "m", REQUIRED, "Upper corner of the tank's inner faces."),
+    KeySpec("tank", "wall_layers", "int", "-", 3,
+            "Layers of wall particles, the first on the inner faces; 3 cover the 2H support.",
+            lo=1, hi=8),
+    KeySpec("tank", "open_top", "bool", "-", True, "No lid: side walls end at tank max z."),
+    KeySpec("fluid", "min", "vec3", "m", REQUIRED, "Lower corner of the water block."),
+    KeySpec("fluid", "max", "vec3", "m", REQUIRED, "Upper corner of the water block."),
+    KeySpec("obstacle", "min", "vec3", "m", REQUIRED, "Lower corner of the obstacle."),
+    KeySpec("obstacle", "max", "vec3", "m", REQUIRED, "Upper corner of the obstacle."),
+    KeySpec("obstacle", "hollow", "bool", "-", False,
+            "A shell tank.wall_layers thick instead of a solid box."),
+    KeySpec("physics", "rho0", "float", "kg/m^3", 1000.0, "Reference density.",
+            lo=0.0, lo_open=True),
+    KeySpec("physics", "gravity", "vec3", "m/s^2", (0.0, 0.0, -9.81), "Gravity vector."),
+    KeySpec("physics", "coefsound", "float", "-", 20.0,
+            "c0 = coefsound * sqrt(|g| * h_swl).", lo=0.0, lo_open=True),
+    KeySpec("physics", "h_swl", "float", "m", None, "Still-water height used for c0.",
+            lo=0.0, lo_open=True, auto="top of the highest fluid block - tank floor"),
+    KeySpec("physics", "gamma", "float", "-", 7.0,
+            "Tait exponent: p = B ((rho/rho0)^gamma - 1).", lo=1.0),
+    KeySpec("physics", "h_over_dp", "float", "-", math.sqrt(3.0),
+            "Smoothing length H = h_over_dp * dp (kernel support 2H).", lo=1.0, hi=3.0),
+    KeySpec("physics", "kernel", "str", "-", "cubic_spline", "Smoothing kernel.",
+            choices=tuple(KERNEL_NAMES)),
+    KeySpec("physics", "visc_alpha", "float", "-", 0.1, "Monaghan artificial viscosity alpha.",
+            lo=0.0, hi=1.0),
+    KeySpec("physics", "density_diffusion", "str", "-", "fourtakas",
+            "Density diffusion (delta-SPH) term.", choices=("none", "molteni", "fourtakas")),
+    KeySpec("physics", "delta", "float", "-", 0.1, "Delta-SPH coefficient.", lo=0.0, hi=1.0),
+    KeySpec("physics", "rho_min", "float", "kg/m^3", 700.0,
+            "Particles below this density are removed.", lo=0.0, lo_open=True),
+    KeySpec("physics", "rho_max", "float", "kg/m^3", 1300.0,
+            "Particles above this density are removed.", lo=0.0, lo_open=True),
+    KeySpec("physics", "precision", "str", "-", "f32", "Floating-point precision on the device.",
+            choices=("f32", "f64")),
+    KeySpec("time", "end", "float", "s", 1.5, "Simulated time.", lo=0.0, lo_open=True),
+    KeySpec("time", "output_interval", "float", "s", 0.01, "Time between snapshots.",
+            lo=0.0, lo_open=True),
+    KeySpec("time", "integrator", "str", "-", "verlet", "Time integration scheme.",
+            choices=("verlet", "symplectic")),
+    KeySpec("time", "verlet_euler_every", "int", "-", 40,
+            "Verlet: one Euler step every this many steps.", lo=1),
+    KeySpec("time", "cfl", "float", "-", 0.2, "CFL number of the variable time step.",
+            lo=0.0, hi=1.0, lo_open=True),
+    KeySpec("time", "dt_min", "float", "s", 1e-5, "Smallest time step allowed.",
+            lo=0.0, lo_open=True),
+    KeySpec("output", "vtk", "bool", "-", True, "Write particles_NNNNN.vtp snapshots."),
+    KeySpec("output", "probe_interval", "float", "s", None, "Time between probe samples.",
+            lo=0.0, lo_open=True, auto="time.output_interval"),
+    KeySpec("probes.height", "name", "str", "-", REQUIRED,
+            "Gauge name (unique among all probes)."),
+    KeySpec("probes.height", "x", "float", "m", REQUIRED, "Gauge x."),
+    KeySpec("probes.height", "y", "float", "m", REQUIRED, "Gauge y."),
+    KeySpec("probes.pressure", "name", "str", "-", REQUIRED,
+            "Sensor name (unique among all probes)."),
+    KeySpec("probes.pressure", "position", "vec3", "m", REQUIRED, "Sensor position."),
+)
+"""Every key of a case file, in file order."""
+# fmt: on
+
+CROSS_CHECKS: tuple[str, ...] = (
+    "`min < max` on every axis of every box (domain, tank, fluid, obstacle).",
+    "`domain.min` and `domain.max` are given together or not at all.",
+    "Every side of the tank is at least 2 dp long, every side of an obstacle at least dp.",
+    "At least one `[[fluid]]` block; every fluid block lies inside the tank.",
+    "Every obstacle lies inside the tank in x and y and starts at or above the floor; "
+    "its top may rise above an open top only.",
+    "The domain contains the tank walls (`wall_layers` layers) and every obstacle.",
+    "Height gauges lie inside the tank in x and y; pressure sensors lie inside the tank.",
+    "Probe names are unique across `probes.height` and `probes.pressure`.",
+    "`physics.rho_min < physics.rho0 < physics.rho_max`.",
+    "`physics.gravity` is not zero.",
+    "`time.output_interval <= time.end`; `time.dt_min < time.output_interval`.",
+    "`output.probe_interval <= time.end`.",
+)
+"""Checks that involve several keys, in words (rendered into the docs)."""
+
+_SPEC: dict[tuple[str, str], KeySpec] = {(s.section, s.key): s for s in SCHEMA}
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+def _default(section: str, key: str) -> Any:
+    """The schema default of a key (for the dataclass field defaults below)."""
+    return _SPEC[(section, key)].default
+
+
+def _keys_of(section: str) -> list[str]:
+    """The keys of a section, in schema order."""
+    return [s.key for s in SCHEMA if s.section == section]
+
+
+# --------------------------------------------------------------------------------------------
+# The frozen configuration.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Box:
+    """An axis-aligned box [min, max] in metres; min < max on every axis."""
+
+    min: Vec3
+    max: Vec3
+
+    @property
+    def size(self) -> Vec3:
+        """Edge lengths (max - min) per axis."""
+        return (self.max[0] - self.min[0], self.max[1] - self.min[1], self.max[2] - self.min[2])
+
+    def contains_box(self, other: Box, tol: float = 0.0) -> bool:
+        """Whether `other` lies inside this box (faces may touch, within `tol`)."""
+        return all(
+            other.min[a] >= self.min[a] - tol and other.max[a] <= self.max[a] + tol
+            for a in range(3)
+        )
+
+    def contains_point(self, p: Sequence[float], tol: float = 0.0) -> bool:
+        """Whether the point lies in the closed box (within `tol`)."""
+        return all(self.min[a] - tol <= p[a] <= self.max[a] + tol for a in range(3))
+
+
+@dataclass(frozen=True)
+class TankConfig:
+    """The tank: `box` holds its inner faces, walls are `wall_layers` particle layers outward."""
+
+    box: Box
+    wall_layers: int = _default("tank", "wall_layers")
+    open_top: bool = _default("tank", "open_top")
+
+
+@dataclass(frozen=True)
+class ObstacleConfig:
+    """A fixed box: solid, or a shell `tank.wall_layers` particles thick when `hollow`."""
+
+    box: Box
+    hollow: bool = _default("obstacle", "hollow")
+
+
+@dataclass(frozen=True)
+class HeightGauge:
+    """A water-height gauge: the free-surface height on the vertical line through (x, y)."""
+
+    name: str
+    x: float
+    y: float
+
+
+@dataclass(frozen=True)
+class PressureSensor:
+    """A pressure sensor at a point (typically on a wall or obstacle face)."""
+
+    name: str
+    position: Vec3
+
+
+@dataclass(frozen=True)
+class ProbesConfig:
+    """All probes; names are unique across both kinds."""
+
+    heights: tuple[HeightGauge, ...] = ()
+    pressures: tuple[PressureSensor, ...] = ()
+
+
+@dataclass(frozen=True)
+class PhysicsConfig:
+    """The weakly compressible SPH model (see SCHEMA for units and meanings)."""
+
+    rho0: float = _default("physics", "rho0")
+    gravity: Vec3 = _default("physics", "gravity")
+    coefsound: float = _default("physics", "coefsound")
+    h_swl: float | None = _default("physics", "h_swl")
+    gamma: float = _default("physics", "gamma")
+    h_over_dp: float = _default("physics", "h_over_dp")
+    kernel: str = _default("physics", "kernel")
+    visc_alpha: float = _default("physics", "visc_alpha")
+    density_diffusion: str = _default("physics", "density_diffusion")
+    delta: float = _default("physics", "delta")
+    rho_min: float = _default("physics", "rho_min")
+    rho_max: float = _default("physics", "rho_max")
+    precision: str = _default("physics", "precision")
+
+
+@dataclass(frozen=True)
+class TimeConfig:
+    """Time integration and output times."""
+
+    end: float = _default("time", "end")
+    output_interval: float = _default("time", "output_interval")
+    integrator: str = _default("time", "integrator")
+    verlet_euler_every: int = _default("time", "verlet_euler_every")
+    cfl: float = _default("time", "cfl")
+    dt_min: float = _default("time", "dt_min")
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    """What is written; `probe_interval` None means every `time.output_interval`."""
+
+    vtk: bool = _default("output", "vtk")
+    probe_interval: float | None = _default("output", "probe_interval")
+
+
+@dataclass(frozen=True)
+class Config:
+    """A complete, validated case. Derived numbers are properties, computed in one place.
+
+    `source` (where the case came from) is left out of equality, so a config and the config
+    loaded from its `config_to_toml` text compare equal.
+    """
+
+    name: str
+    source: str = field(compare=False)
+    dp: float
+    domain: Box
+    tank: TankConfig
+    fluid_blocks: tuple[Box, ...]
+    obstacles: tuple[ObstacleConfig, ...]
+    physics: PhysicsConfig
+    time: TimeConfig
+    output: OutputConfig
+    probes: ProbesConfig
+
+    @property
+    def smoothing_length(self) -> float:
+        """H = h_over_dp * dp [m]."""
+        return self.physics.h_over_dp * self.dp
+
+    @property
+    def support_radius(self) -> float:
+        """Kernel support 2H [m]."""
+        return 2.0 * self.smoothing_length
+
+    @property
+    def water_height(self) -> float:
+        """h_swl resolved: given, or top of the highest fluid block above the tank floor [m]."""
+        if self.physics.h_swl is not None:
+            return self.physics.h_swl
+        return max(b.max[2] for b in self.fluid_blocks) - self.tank.box.min[2]
+
+    @property
+    def gravity_magnitude(self) -> float:
+        """|g| [m/s^2]."""
+        return math.sqrt(sum(g * g for g in self.physics.gravity))
+
+    @property
+    def sound_speed(self) -> float:
+        """c0 = coefsound * sqrt(|g| h_swl) [m/s] (DualSPHysics' rule)."""
+        return self.physics.coefsound * math.sqrt(self.gravity_magnitude * self.water_height)
+
+    @property
+    def eos_b(self) -> float:
+        """Tait stiffness B = c0^2 rho0 / gamma [Pa]."""
+        return self.sound_speed**2 * self.physics.rho0 / self.physics.gamma
+
+    @property
+    def particle_mass(self) -> float:
+        """rho0 dp^3 [kg], the same for fluid and boundary particles."""
+        return self.physics.rho0 * self.dp**3
+
+    @property
+    def eta2(self) -> float:
+        """0.01 H^2 [m^2], keeps the artificial viscosity finite as r -> 0."""
+        return 0.01 * self.smoothing_length**2
+
+    @property
+    def probe_interval(self) -> float:
+        """Time between probe samples, resolved [s]."""
+        if self.output.probe_interval is not None:
+            return self.output.probe_interval
+        return self.time.output_interval
+
+    @property
+    def output_dir(self) -> Path:
+        """outputs/<name> relative to the working directory."""
+        return Path("outputs") / self.name
+
+
+# --------------------------------------------------------------------------------------------
+# Loading.
+# --------------------------------------------------------------------------------------------
+
+
+def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:
+    """Read and validate a case file; `None` loads configs/quick.toml of the repository.
+
+    `overrides` are "section.key=value" strings as given to `--set`; the value is parsed as a
+    TOML value, and a bare word that is not one (e.g. wendland_c2) is taken as a string.
+    """
+    if path is None:
+        file = QUICK_CONFIG
+        source = BUILTIN_QUICK_SOURCE
+    else:
+        file = Path(path)
+        source = str(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{file}: no such case file") from None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read: {exc}") from None
+    return loads_config(text, source=source, name=file.stem, overrides=overrides, where=str(file))
+
+
+def loads_config(
+    text: str,
+    source: str = "<string>",
+    name: str = "case",
+    overrides: Sequence[str] = (),
+    where: str | None = None,
+) -> Config:
+    """Validate TOML text. `name` is the default case name; `where` labels error messages."""
+    where = where or source
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: not valid TOML: {exc}") from None
+    overridden: set[str] = set()
+    for item in overrides:
+        overridden.add(_apply_override(raw, item, where))
+    return _Builder(raw, where, source, name, overridden).build()
+
+
+def _parse_value(text: str) -> Any:
+    """A `--set` value: a TOML value, else a number, else the bare word as a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        pass
+    word = text.strip()
+    try:  # numbers TOML is strict about, such as ".5" or "5."
+        return float(word)
+    except ValueError:
+        return word
+
+
+def _apply_override(raw: dict[str, Any], item: str, where: str) -> str:
+    """Put one "section.key=value" into the parsed TOML; returns the dotted key."""
+    if "=" not in item:
+        raise ConfigError(f"{where}: --set {item!r}: expected section.key=value")
+    dotted, value_text = (s.strip() for s in item.split("=", 1))
+    section, _, key = dotted.rpartition(".")
+    plain = [s for s in SECTIONS if s not in ARRAY_SECTIONS]
+    if section in ARRAY_SECTIONS:
+        raise ConfigError(
+            f"{where}: --set {dotted}: [[{section}]] is an array of tables and cannot be set "
+            "from the command line; edit the case file"
+        )
+    if section not in plain:
+        raise ConfigError(
+            f"{where}: --set {dotted}: unknown section {section!r}; "
+            f"sections that can be set: {', '.join(plain)}"
+        )
+    if key not in _keys_of(section):
+        raise ConfigError(
+            f"{where}: --set {dotted}: unknown key {key!r} in [{section}]; "
+            f"allowed: {', '.join(_keys_of(section))}"
+        )
+    if value_text == "":
+        raise ConfigError(f"{where}: --set {dotted}: empty value")
+    table = raw.setdefault(section, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [{section}] must be a table")
+    table[key] = _parse_value(value_text)
+    return dotted
+
+
+class _Builder:
+    """Turns the parsed TOML dict into a Config, raising ConfigError at the first problem."""
+
+    def __init__(
+        self, raw: dict[str, Any], where: str, source: str, name: str, overridden: set[str]
+    ) -> None:
+        self.raw = raw
+        self.where = where
+        self.source = source
+        self.default_name = name
+        self.overridden = overridden
+
+    # -- messages ---------------------------------------------------------------------------
+
+    def error(self, key: str, message: str) -> ConfigError:
+        """An error about `key` (dotted, with [i] for array entries)."""
+        plain = re.sub(r"\[\d+\]", "", key)
+        origin = " (from --set)" if plain in self.overridden else ""
+        return ConfigError(f"{self.where}: {key}{origin}: {message}")
+
+    # -- raw access -------------------------------------------------------------------------
+
+    def table(self, section: str) -> dict[str, Any]:
+        """A plain section as a dict ({} when absent), unknown keys rejected."""
+        value = self.raw.get(section, {})
+        if not isinstance(value, dict):
+            raise ConfigError(f"{self.where}: [{section}] must be a table, not a value")
+        self.check_keys(value, section, section)
+        return value
+
+    def array(self, section: str) -> list[dict[str, Any]]:
+        """An array-of-tables section ([] when absent), unknown keys rejected."""
+        if "." in section:
+            parent, child = section.split(".")
+            value = self.raw.get(parent, {}).get(child, [])
+        else:
+            value = self.raw.get(section, [])
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise ConfigError(
+                f"{self.where}: {section} must be an array of tables, written [[{section}]]"
+            )
+        for i, entry in enumerate(value):
+            self.check_keys(entry, section, f"{section}[{i}]")
+        return value
+
+    def check_keys(self, table: Mapping[str, Any], section: str, label: str) -> None:
+        """Reject keys the schema does not know."""
+        allowed = _keys_of(section)
+        for key in table:
+            if key not in allowed:
+                raise ConfigError(
+                    f"{self.where}: unknown key {label}.{key}; allowed in [{section}]: "
+                    f"{', '.join(allowed)}"
+                )
+
+    def check_sections(self) -> None:
+        """Reject unknown top-level sections and stray values."""
+        top = sorted({s.split(".")[0] for s in SECTIONS})
+        for section in self.raw:
+            if section not in top:
+                raise ConfigError(
+                    f"{self.where}: unknown section [{section}]; allowed: {', '.join(SECTIONS)}"
+                )
+        probes = self.raw.get("probes", {})
+        if not isinstance(probes, dict):
+            raise ConfigError(
+                f"{self.where}: probes must hold [[probes.height]] and [[probes.pressure]] tables"
+            )
+        for sub in probes:
+            if f"probes.{sub}" not in SECTIONS:
+                raise ConfigError(
+                    f"{self.where}: unknown section probes.{sub}; allowed: probes.height, "
+                    "probes.pressure"
+                )
+
+    def value(self, table: Mapping[str, Any], section: str, key: str, label: str) -> Any:
+        """One key's value, type- and range-checked; default filled from the schema."""
+        spec = _SPEC[(section, key)]
+        dotted = f"{label}.{key}"
+        if key not in table:
+            if spec.default is REQUIRED:
+                raise self.error(dotted, f"missing; it is required ({spec.doc})")
+            return spec.default
+        return self.convert(spec, table[key], dotted)
+
+    def convert(self, spec: KeySpec, raw: Any, dotted: str) -> Any:
+        """Check one value against its KeySpec; returns it in its stored type."""
+        bad = f"= {raw!r} is not allowed; expected {spec.allowed_text()}"
+        if spec.kind == "bool":
+            if not isinstance(raw, bool):
+                raise self.error(dotted, bad)
+            return raw
+        if spec.kind == "str":
+            if not isinstance(raw, str):
+                raise self.error(dotted, bad)
+            if spec.choices is not None:
+                if raw not in spec.choices:
+                    raise self.error(dotted, bad)
+            elif not _NAME_RE.match(raw):
+                raise self.error(dotted, bad)
+            return raw
+        if spec.kind == "int":
+            if isinstance(raw, bool) or not isinstance(raw, int):
+                raise self.error(dotted, bad)
+            self.check_range(spec, raw, dotted, bad)
+            return raw
+        if spec.kind == "float":
+            return self.number(spec, raw, dotted, bad)
+        if spec.kind == "vec3":
+            if not isinstance(raw, list) or len(raw) != 3:
+                raise self.error(dotted, bad)
+            x, y, z = (self.number(spec, v, dotted, bad) for v in raw)
+            return (x, y, z)
+        raise AssertionError(spec.kind)  # pragma: no cover - schema error
+
+    def number(self, spec: KeySpec, raw: Any, dotted: str, bad: str) -> float:
+        """A finite float (TOML ints accepted), range-checked."""
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+            raise self.error(dotted, bad)
+        value = float(raw)
+        if not math.isfinite(value):
+            raise self.error(dotted, bad)
+        self.check_range(spec, value, dotted, bad)
+        return value
+
+    def check_range(self, spec: KeySpec, value: float, dotted: str, bad: str) -> None:
+        """Bounds of the KeySpec."""
+        if spec.lo is not None and (value <= spec.lo if spec.lo_open else value < spec.lo):
+            raise self.error(dotted, bad)
+        if spec.hi is not None and (value >= spec.hi if spec.hi_open else value > spec.hi):
+            raise self.error(dotted, bad)
+
+    def box(self, table: Mapping[str, Any], section: str, label: str) -> Box:
+        """A Box from a table's min/max, with min < max on every axis."""
+        lo = self.value(table, section, "min", label)
+        hi = self.value(table, section, "max", label)
+        for a, axis in enumerate("xyz"):
+            if not lo[a] < hi[a]:
+                raise self.error(
+                    f"{label}.min", f"min {list(lo)} must be < max {list(hi)} on {axis}"
+                )
+        return Box(lo, hi)
+
+    def fields(self, section: str) -> dict[str, Any]:
+        """All keys of a plain section, defaults filled."""
+        table = self.table(section)
+        return {key: self.value(table, section, key, section) for key in _keys_of(section)}
+
+    # -- the whole config -------------------------------------------------------------------
+
+    def build(self) -> Config:
+        """Validate everything and assemble the Config."""
+        self.check_sections()
+        case = self.fields("case")
+        name = case["name"] if case["name"] is not None else self.default_name
+        if not _NAME_RE.match(name):
+            raise self.error("case.name", f"= {name!r}: use letters, digits, _ . - only")
+        dp = self.value(self.table("particles"), "particles", "dp", "particles")
+
+        tank_t = self.table("tank")
+        tank = TankConfig(
+            box=self.box(tank_t, "tank", "tank"),
+            wall_layers=self.value(tank_t, "tank", "wall_layers", "tank"),
+            open_top=self.value(tank_t, "tank", "open_top", "tank"),
+        )
+        fluid = tuple(
+            self.box(t, "fluid", f"fluid[{i}]") for i, t in enumerate(self.array("fluid"))
+        )
+        obstacles = tuple(
+            ObstacleConfig(
+                box=self.box(t, "obstacle", f"obstacle[{i}]"),
+                hollow=self.value(t, "obstacle", "hollow", f"obstacle[{i}]"),
+            )
+            for i, t in enumerate(self.array("obstacle"))
+        )
+        physics = PhysicsConfig(**self.fields("physics"))
+        time = TimeConfig(**self.fields("time"))
+        output = OutputConfig(**self.fields("output"))
+        probes = ProbesConfig(
+            heights=tuple(
+                HeightGauge(
+                    **{
+                        k: self.value(t, "probes.height", k, f"probes.height[{i}]")
+                        for k in _keys_of("probes.height")
+                    }
+                )
+                for i, t in enumerate(self.array("probes.height"))
+            ),
+            pressures=tuple(
+                PressureSensor(
+                    **{
+                        k: self.value(t, "probes.pressure", k, f"probes.pressure[{i}]")
+                        for k in _keys_of("probes.pressure")
+                    }
+                )
+                for i, t in enumerate(self.array("probes.pressure"))
+            ),
+        )
+        domain_t = self.table("domain")
+        if ("min" in domain_t) != ("max" in domain_t):
+            raise self.error(
+                "domain", "give both min and max, or neither (default: around the tank)"
+            )
+        domain = (
+            self.box(domain_t, "domain", "domain")
+            if domain_t
+            else default_domain(tank, dp, physics.h_over_dp)
+        )
+        cfg = Config(
+            name=name,
+            source=self.source,
+            dp=dp,
+            domain=domain,
+            tank=tank,
+            fluid_blocks=fluid,
+            obstacles=obstacles,
+            physics=physics,
+            time=time,
+            output=output,
+            probes=probes,
+        )
+        self.cross_checks(cfg)
+        return cfg
+
+    def cross_checks(self, cfg: Config) -> None:
+        """The checks that involve several keys (listed in words in CROSS_CHECKS)."""
+        dp = cfg.dp
+        tank = cfg.tank.box
+        tol = geometric_tolerance(cfg)
+        for a, axis in enumerate("xyz"):
+            if tank.size[a] < 2.0 * dp - tol:
+                raise self.error(
+                    "tank",
+                    f"the tank is {tank.size[a]:g} m long on {axis}, "
+                    f"shorter than 2 dp = {2 * dp:g} m",
+                )
+        if not cfg.fluid_blocks:
+            raise ConfigError(f"{self.where}: no [[fluid]] block; at least one is required")
+        for i, block in enumerate(cfg.fluid_blocks):
+            if not tank.contains_box(block, tol):
+                raise self.error(
+                    f"fluid[{i}]",
+                    f"block {_box_text(block)} is not inside the tank {_box_text(tank)}",
+                )
+        for i, obstacle in enumerate(cfg.obstacles):
+            box = obstacle.box
+            inside_xy = all(
+                box.min[a] >= tank.min[a] - tol and box.max[a] <= tank.max[a] + tol
+                for a in range(2)
+            )
+            top_ok = box.max[2] <= tank.max[2] + tol or cfg.tank.open_top
+            if not (inside_xy and box.min[2] >= tank.min[2] - tol and top_ok):
+                raise self.error(
+                    f"obstacle[{i}]",
+                    f"box {_box_text(box)} is not inside the "
+                    f"tank {_box_text(tank)} (only an open top may be exceeded)",
+                )
+            for a, axis in enumerate("xyz"):
+                if box.size[a] < dp - tol:
+                    raise self.error(
+                        f"obstacle[{i}]",
+                        f"the obstacle is {box.size[a]:g} m on {axis}, thinner than dp = {dp:g} m",
+                    )
+            if not cfg.domain.contains_box(box, tol):
+                raise self.error(
+                    "domain",
+                    f"{_box_text(cfg.domain)} does not contain obstacle[{i}] {_box_text(box)}",
+                )
+        walls = wall_extent(cfg.tank, dp)
+        if not cfg.domain.contains_box(walls, tol):
+            raise self.error(
+                "domain",
+                f"{_box_text(cfg.domain)} does not contain the tank "
+                f"walls {_box_text(walls)} ({cfg.tank.wall_layers} layers)",
+            )
+        names: set[str] = set()
+        for kind, probes in (("height", cfg.probes.heights), ("pressure", cfg.probes.pressures)):
+            for i, probe in enumerate(probes):
+                label = f"probes.{kind}[{i}]"
+                if probe.name in names:
+                    raise self.error(
+                        f"{label}.name",
+                        f"= {probe.name!r} is used twice; probe names must be unique",
+                    )
+                names.add(probe.name)
+                if isinstance(probe, HeightGauge):
+                    point: tuple[float, ...] = (probe.x, probe.y)
+                    inside = all(
+                        tank.min[a] - tol <= point[a] <= tank.max[a] + tol for a in range(2)
+                    )
+                else:
+                    point = probe.position
+                    inside = tank.contains_point(point, tol)
+                if not inside:
+                    raise self.error(
+                        label,
+                        f"{probe.name!r} at {list(point)} is outside the tank {_box_text(tank)}",
+                    )
+        p = cfg.physics
+        if not p.rho_min < p.rho0 < p.rho_max:
+            raise self.error(
+                "physics.rho_min",
+                f"need rho_min < rho0 < rho_max, got {p.rho_min:g} < {p.rho0:g} < {p.rho_max:g}",
+            )
+        if cfg.gravity_magnitude == 0.0:
+            raise self.error("physics.gravity", "must not be zero (c0 is scaled by |g|)")
+        t = cfg.time
+        if t.output_interval > t.end:
+            raise self.error(
+                "time.output_interval",
+                f"= {t.output_interval:g} is longer than time.end = {t.end:g}",
+            )
+        if t.dt_min >= t.output_interval:
+            raise self.error(
+                "time.dt_min",
+                f"= {t.dt_min:g} must be < time.output_interval = {t.output_interval:g}",
+            )
+        if cfg.output.probe_interval is not None and cfg.output.probe_interval > t.end:
+            raise self.error(
+                "output.probe_interval",
+                f"= {cfg.output.probe_interval:g} is longer than time.end = {t.end:g}",
+            )
+
+
+def _box_text(box: Box) -> str:
+    """A box as "[x0, y0, z0]..[x1, y1, z1]"."""
+    return f"{list(box.min)}..{list(box.max)}"
+
+
+def geometric_tolerance(cfg: Config) -> float:
+    """Absolute tolerance of geometric comparisons: 1e-9 of the case's length scale.
+
+    The scale is the largest of dp, the tank's size and its corner coordinates, so lattice
+    points computed as min + i dp that should sit on a face are recognised as on it.
+    """
+    box = cfg.tank.box
+    return 1e-9 * max(cfg.dp, *map(abs, box.min + box.max), *box.size)
+
+
+def wall_extent(tank: TankConfig, dp: float) -> Box:
+    """The box that holds every wall particle: the tank grown by (wall_layers - 1) dp."""
+    t = (tank.wall_layers - 1) * dp
+    lo = tuple(c - t for c in tank.box.min)
+    hi = [c + t for c in tank.box.max]
+    if tank.open_top:
+        hi[2] = tank.box.max[2]
+    return Box((lo[0], lo[1], lo[2]), (hi[0], hi[1], hi[2]))
+
+
+def default_domain(tank: TankConfig, dp: float, h_over_dp: float) -> Box:
+    """The tank grown by wall_layers dp + 2H on every side; an open top also by its height."""
+    margin = tank.wall_layers * dp + 2.0 * h_over_dp * dp
+    lo = tuple(c - margin for c in tank.box.min)
+    hi = [c + margin for c in tank.box.max]
+    if tank.open_top:
+        hi[2] += tank.box.size[2]
+    return Box((lo[0], lo[1], lo[2]), (hi[0], hi[1], hi[2]))
+
+
+# --------------------------------------------------------------------------------------------
+# Writing the resolved config back as TOML.
+# --------------------------------------------------------------------------------------------
+
+
+def _toml_value(value: Any) -> str:
+    """One value of this schema as TOML (bool, int, float, str, 3-tuple)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        return f'"{escaped}"'
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"no TOML form for {value!r}")
+
+
+def _toml_lines(section: str, values: Mapping[str, Any], array: bool = False) -> list[str]:
+    """A section header and its key lines; None values become a comment (derived default)."""
+    lines = [f"[[{section}]]" if array else f"[{section}]"]
+    for key, value in values.items():
+        spec = _SPEC[(section, key)]
+        unit = f"  # {spec.unit}" if spec.unit != "-" else ""
+        if value is None:
+            lines.append(f"# {key}: default, {spec.auto}")
+        else:
+            lines.append(f"{key} = {_toml_value(value)}{unit}")
+    lines.append("")
+    return lines
+
+
+def config_to_toml(cfg: Config) -> str:
+    """The resolved config as TOML, every default written out; loading it gives an equal Config.
+
+    Keys whose default is derived (physics.h_swl, output.probe_interval) stay unset when unset,
+    with a comment, so that loading keeps deriving them.
+    """
+    lines = [f"# Resolved configuration of case {cfg.name!r} (source: {cfg.source})", ""]
+    lines += _toml_lines("case", {"name": cfg.name})
+    lines += _toml_lines("particles", {"dp": cfg.dp})
+    lines += _toml_lines("domain", {"min": cfg.domain.min, "max": cfg.domain.max})
+    t = cfg.tank
+    lines += _toml_lines(
+        "tank",
+        {"min": t.box.min, "max": t.box.max, "wall_layers": t.wall_layers, "open_top": t.open_top},
+    )
+    for block in cfg.fluid_blocks:
+        lines += _toml_lines("fluid", {"min": block.min, "max": block.max}, array=True)
+    for ob in cfg.obstacles:
+        lines += _toml_lines(
+            "obstacle", {"min": ob.box.min, "max": ob.box.max, "hollow": ob.hollow}, array=True
+        )
+    for section, obj in (("physics", cfg.physics), ("time", cfg.time), ("output", cfg.output)):
+        lines += _toml_lines(section, {k: getattr(obj, k) for k in _keys_of(section)})
+    for gauge in cfg.probes.heights:
+        lines += _toml_lines(
+            "probes.height", {"name": gauge.name, "x": gauge.x, "y": gauge.y}, array=True
+        )
+    for sensor in cfg.probes.pressures:
+        lines += _toml_lines(
+            "probes.pressure", {"name": sensor.name, "position": sensor.position}, array=True
+        )
+    return "\n".join(lines)

@@ -1,0 +1,209 @@
+"""A Config becomes particles on a lattice: positions and kinds (numpy only, no Taichi).
+
+Boundaries are dynamic boundary particles (DBC, as in DualSPHysics and OpenFPM): rows of
+particles at spacing dp whose innermost layer lies exactly on the tank's inner faces and on the
+obstacles' faces.
+
+Lattice rules
+-------------
+* Along one axis of a box [lo, hi], the face lattice is lo, lo + dp, ... up to hi - dp/2, then
+  hi itself: anchored at the min face, with the max face covered exactly even when the length
+  is not a multiple of dp. The one irregular gap (next to the max face) lies in [dp/2, 3 dp/2).
+* Tank walls: along each axis, `wall_layers` coordinates go outward from each face
+  (lo - k dp and hi + k dp), and the face lattice fills between. Wall particles are the points
+  of that product grid that lie in some axis' wall layers; with an open top there is no lid and
+  the side walls stop at the tank's max z. Every point is produced once (a point belongs to the
+  first axis on which it is in a wall layer), so edges and corners hold no duplicates.
+* Fluid: points tank.min + i dp inside a block (min < x <= max per axis, tolerance 1e-9
+  relative), at least dp/2 from every tank face and from every obstacle box.
+* Obstacles: the face lattice of the obstacle box on each axis; a solid box keeps all points,
+  a hollow one the outer `wall_layers` on every side. Points within dp/2 of the tank walls
+  (e.g. an obstacle's bottom layer standing on the floor, which the floor already covers) or
+  of an earlier obstacle are dropped.
+
+Since every coordinate list keeps its points at least dp/2 apart and the three particle sets
+are kept dp/2 apart from each other, no two particles in a scene are closer than dp/2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.config import Box, Config, ConfigError, TankConfig, geometric_tolerance
+from solver.particle_kind import ParticleKind
+
+__all__ = ["Scene", "build_scene", "face_lattice"]
+
+
+@dataclass(frozen=True)
+class Scene:
+    """Initial particles: fluid first, then tank walls, then obstacles."""
+
+    position: np.ndarray
+    """(N, 3) float64 positions [m]."""
+    kind: np.ndarray
+    """(N,) int32 ParticleKind codes, sorted FLUID, WALL, OBSTACLE."""
+
+    def __post_init__(self) -> None:
+        """Check the array shapes once, so consumers can rely on them."""
+        if self.position.ndim != 2 or self.position.shape[1] != 3:
+            raise ValueError(f"position must be (N, 3), got {self.position.shape}")
+        if self.kind.shape != (self.position.shape[0],):
+            raise ValueError(f"kind must be ({self.position.shape[0]},), got {self.kind.shape}")
+
+    def __len__(self) -> int:
+        """Number of particles."""
+        return int(self.position.shape[0])
+
+    def count(self, kind: ParticleKind) -> int:
+        """Number of particles of one kind."""
+        return int(np.count_nonzero(self.kind == int(kind)))
+
+    def counts(self) -> dict[str, int]:
+        """Particles per kind name, e.g. {"FLUID": 128310, "WALL": ..., "OBSTACLE": ...}."""
+        return {k.name: self.count(k) for k in ParticleKind}
+
+
+def face_lattice(lo: float, hi: float, dp: float, tol: float = 0.0) -> np.ndarray:
+    """lo, lo + dp, ... while <= hi - dp/2 (within tol), then hi: both faces exactly covered."""
+    n = int(np.floor((hi - lo - 0.5 * dp + tol) / dp))
+    inner = lo + dp * np.arange(0, max(n, 0) + 1)
+    inner = inner[inner <= hi - 0.5 * dp + tol]
+    return np.append(inner, hi)
+
+
+def _product(xs: np.ndarray, ys: np.ndarray, zs: np.ndarray) -> np.ndarray:
+    """All points (x, y, z) with x in xs, y in ys, z in zs, x varying slowest."""
+    grid = np.meshgrid(xs, ys, zs, indexing="ij")
+    return np.stack([g.ravel() for g in grid], axis=1)
+
+
+def _shell(coords: list[np.ndarray], marked: list[np.ndarray]) -> np.ndarray:
+    """Points of the product grid with a marked coordinate on at least one axis, each once.
+
+    A point is produced by the first axis on which its coordinate is marked: for axis a, axes
+    before a take unmarked coordinates only, axis a marked ones, axes after a any.
+    """
+    parts = []
+    for a in range(3):
+        axes = []
+        for b in range(3):
+            if b < a:
+                axes.append(coords[b][~marked[b]])
+            elif b == a:
+                axes.append(coords[b][marked[b]])
+            else:
+                axes.append(coords[b])
+        parts.append(_product(*axes))
+    return np.concatenate(parts, axis=0)
+
+
+def wall_particles(tank: TankConfig, dp: float, tol: float = 0.0) -> np.ndarray:
+    """Tank wall particles: `wall_layers` layers outward from the inner faces, no lid if open."""
+    layers = np.arange(tank.wall_layers)
+    coords: list[np.ndarray] = []
+    marked: list[np.ndarray] = []
+    for a in range(3):
+        lo, hi = tank.box.min[a], tank.box.max[a]
+        middle = face_lattice(lo, hi, dp, tol)[1:-1]
+        below = lo - dp * layers[::-1]
+        if a == 2 and tank.open_top:
+            above = np.array([hi])
+            above_marked = np.zeros(1, dtype=bool)
+        else:
+            above = hi + dp * layers
+            above_marked = np.ones(len(layers), dtype=bool)
+        coords.append(np.concatenate([below, middle, above]))
+        marked.append(
+            np.concatenate([np.ones(len(below), bool), np.zeros(len(middle), bool), above_marked])
+        )
+    return _shell(coords, marked)
+
+
+def obstacle_particles(box: Box, dp: float, hollow: bool, layers: int, tol: float) -> np.ndarray:
+    """Points of an obstacle box: all of them, or the outer `layers` on every side if hollow."""
+    coords = [face_lattice(box.min[a], box.max[a], dp, tol) for a in range(3)]
+    if not hollow:
+        return _product(*coords)
+    marked = []
+    for c in coords:
+        index = np.arange(len(c))
+        marked.append((index < layers) | (index >= len(c) - layers))
+    return _shell(coords, marked)
+
+
+def fluid_particles(cfg: Config, tol: float) -> np.ndarray:
+    """Fluid lattice points tank.min + i dp inside the blocks, clear of walls and obstacles."""
+    dp = cfg.dp
+    tank = cfg.tank.box
+    keys: list[np.ndarray] = []
+    for block in cfg.fluid_blocks:
+        index_axes = []
+        for a in range(3):
+            i = np.arange(int(np.ceil(tank.size[a] / dp)) + 2)
+            x = tank.min[a] + dp * i
+            keep = (x > block.min[a] + tol) & (x <= block.max[a] + tol)
+            keep &= (x >= tank.min[a] + 0.5 * dp - tol) & (x <= tank.max[a] - 0.5 * dp + tol)
+            index_axes.append(i[keep])
+        keys.append(_product(*index_axes).astype(np.int64))
+    index = np.unique(np.concatenate(keys, axis=0), axis=0)  # overlapping blocks: once
+    points = np.asarray(tank.min) + dp * index
+    for obstacle in cfg.obstacles:
+        points = points[_distance_to_box(points, obstacle.box) >= 0.5 * dp - tol]
+    return points
+
+
+def _distance_to_box(points: np.ndarray, box: Box) -> np.ndarray:
+    """Euclidean distance from each point to the closed box (0 inside)."""
+    lo = np.asarray(box.min)
+    hi = np.asarray(box.max)
+    gap = np.maximum(np.maximum(lo - points, points - hi), 0.0)
+    return np.sqrt(np.sum(gap * gap, axis=1))
+
+
+def _clear_of_walls(points: np.ndarray, tank: TankConfig, dp: float, tol: float) -> np.ndarray:
+    """Mask of points at least dp/2 inside every wall face (walls lie on and beyond them)."""
+    lo = np.asarray(tank.box.min)
+    hi = np.asarray(tank.box.max)
+    near = 0.5 * dp - tol
+    ok = points[:, 2] - lo[2] >= near  # floor
+    if tank.open_top:
+        above_sides = points[:, 2] - hi[2] >= near  # side walls stop at the tank top
+    else:
+        ok &= hi[2] - points[:, 2] >= near  # lid
+        above_sides = np.zeros(len(points), dtype=bool)
+    for a in range(2):
+        ok &= ((points[:, a] - lo[a] >= near) & (hi[a] - points[:, a] >= near)) | above_sides
+    return ok
+
+
+def build_scene(cfg: Config) -> Scene:
+    """Particles of a case: fluid, then tank walls, then obstacles (see the module docstring)."""
+    dp = cfg.dp
+    tol = geometric_tolerance(cfg)
+    fluid = fluid_particles(cfg, tol)
+    if len(fluid) == 0:
+        raise ConfigError(
+            f"{cfg.source}: fluid: the [[fluid]] blocks hold no lattice point at least dp/2 "
+            f"(dp = {cfg.dp:g}) from the walls and obstacles"
+        )
+    walls = wall_particles(cfg.tank, dp, tol)
+    obstacles = []
+    for i, obstacle in enumerate(cfg.obstacles):
+        pts = obstacle_particles(obstacle.box, dp, obstacle.hollow, cfg.tank.wall_layers, tol)
+        pts = pts[_clear_of_walls(pts, cfg.tank, dp, tol)]
+        for earlier in cfg.obstacles[:i]:
+            pts = pts[_distance_to_box(pts, earlier.box) >= 0.5 * dp - tol]
+        obstacles.append(pts)
+    obstacle_points = np.concatenate(obstacles, axis=0) if obstacles else np.zeros((0, 3))
+    position = np.ascontiguousarray(np.concatenate([fluid, walls, obstacle_points], axis=0))
+    kind = np.concatenate(
+        [
+            np.full(len(fluid), int(ParticleKind.FLUID), dtype=np.int32),
+            np.full(len(walls), int(ParticleKind.WALL), dtype=np.int32),
+            np.full(len(obstacle_points), int(ParticleKind.OBSTACLE), dtype=np.int32),
+        ]
+    )
+    return Scene(position=position.astype(np.float64), kind=kind)
