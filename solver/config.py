@@ -223,6 +223,8 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("time", "dt_min", "float", "s", 1e-5, "Smallest time step allowed.",
             lo=0.0, lo_open=True),
     KeySpec("output", "vtk", "bool", "-", True, "Write particles_NNNNN.vtp snapshots."),
+    KeySpec("output", "npz", "bool", "-", False,
+            "Also write particles_NNNNN.npz snapshots (numpy; for machines without vtk)."),
     KeySpec("output", "probe_interval", "float", "s", None, "Time between probe samples.",
             lo=0.0, lo_open=True, auto="time.output_interval"),
     KeySpec("probes.height", "name", "str", "-", REQUIRED,
@@ -374,6 +376,7 @@ class OutputConfig:
     """What is written; `probe_interval` None means every `time.output_interval`."""
 
     vtk: bool = _default("output", "vtk")
+    npz: bool = _default("output", "npz")
     probe_interval: float | None = _default("output", "probe_interval")
 
 

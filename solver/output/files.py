@@ -20,6 +20,7 @@ from pathlib import Path
 #: when told to overwrite. Anything else there (plots, reports of other tools) is left alone.
 RUN_FILE_PATTERNS: tuple[str, ...] = (
     "particles_*.vtp",
+    "particles_*.npz",
     "particles.pvd",
     "probes.csv",
     "config.toml",

@@ -1,7 +1,8 @@
 """Smoothing kernels W(r, h) in 3D and their gradient factor F(r, h).
 
-Every formula here is plain arithmetic on its arguments, so one definition serves both numpy
-(probes, tests) and Taichi kernels (Taichi traces Python functions called from a kernel). The
+Every formula here is plain arithmetic on its arguments (a comparison as a 0/1 factor stands
+for a branch), so one definition serves both numpy (probes, tests) and Taichi kernels, through
+`solver.physics.shared_formula.taichi_func`. The
 support radius is 2h for both kernels. The gradient is written as grad_i W_ij = r_ij F(r, h)
 with r_ij = x_i - x_j, F = (1/r) dW/dr, which stays finite as r -> 0.
 """
@@ -15,11 +16,6 @@ from typing import Any
 KERNEL_NAMES = ("cubic_spline", "wendland_c2")
 
 
-def _positive_part(t: Any) -> Any:
-    """max(t, 0) with arithmetic only (works for numpy arrays, scalars and Taichi expressions)."""
-    return t * (t > 0.0)
-
-
 def cubic_spline_w(r: Any, h: Any) -> Any:
     """Cubic B-spline, Monaghan and Lattanzio (1985), 3D normalisation 1/(pi h^3).
 
@@ -27,7 +23,9 @@ def cubic_spline_w(r: Any, h: Any) -> Any:
     """
     q = r / h
     sigma = 1.0 / (math.pi * h * h * h)
-    return sigma * 0.25 * (_positive_part(2.0 - q) ** 3 - 4.0 * _positive_part(1.0 - q) ** 3)
+    far = (2.0 - q) * (q < 2.0)
+    near = (1.0 - q) * (q < 1.0)
+    return sigma * 0.25 * (far**3 - 4.0 * near**3)
 
 
 def cubic_spline_f(r: Any, h: Any) -> Any:
@@ -35,7 +33,7 @@ def cubic_spline_f(r: Any, h: Any) -> Any:
     q = r / h
     sigma = 1.0 / (math.pi * h * h * h)
     inner = (q < 1.0) * (2.25 * q - 3.0)
-    outer = (q >= 1.0) * 0.75 * _positive_part(2.0 - q) ** 2 / (q + (q < 1.0))
+    outer = (q >= 1.0) * (q < 2.0) * 0.75 * (2.0 - q) ** 2 / (q + (q < 1.0))
     return sigma / (h * h) * (inner - outer)
 
 
@@ -46,14 +44,16 @@ def wendland_c2_w(r: Any, h: Any) -> Any:
     """
     q = r / h
     alpha = 21.0 / (16.0 * math.pi * h * h * h)
-    return alpha * _positive_part(1.0 - 0.5 * q) ** 4 * (2.0 * q + 1.0)
+    u = (1.0 - 0.5 * q) * (q < 2.0)
+    return alpha * u**4 * (2.0 * q + 1.0)
 
 
 def wendland_c2_f(r: Any, h: Any) -> Any:
     """(1/r) dW/dr of the Wendland C2 kernel: -5 alpha/h^2 (1 - q/2)+^3."""
     q = r / h
     alpha = 21.0 / (16.0 * math.pi * h * h * h)
-    return -5.0 * alpha / (h * h) * _positive_part(1.0 - 0.5 * q) ** 3
+    u = (1.0 - 0.5 * q) * (q < 2.0)
+    return -5.0 * alpha / (h * h) * u**3
 
 
 KernelPair = tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]

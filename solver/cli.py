@@ -1,0 +1,95 @@
+"""The `dambreak` command: parses arguments and hands over to the module doing the work."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from solver.backend import BACKEND_CHOICES
+
+
+def _add_run(commands: argparse._SubParsersAction) -> None:
+    run = commands.add_parser(
+        "run",
+        help="run a simulation from a TOML config",
+        description="Run a simulation. With no CONFIG, runs configs/quick.toml.",
+    )
+    run.add_argument("config", nargs="?", help="TOML config file (default: configs/quick.toml)")
+    run.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
+                     help="compute backend (default auto: cuda, else metal on macOS, else cpu)")
+    run.add_argument("--threads", type=int, help="CPU threads (cpu backend; 1 = sequential)")
+    run.add_argument("--out", help="output folder (default outputs/<config name>/)")
+    run.add_argument("--set", dest="overrides", action="append", default=[],
+                     metavar="SECTION.KEY=VALUE", help="override a config value (repeatable)")
+    run.add_argument("--force", action="store_true", help="overwrite results in the output folder")
+    run.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from solver.simulation import run_command
+
+    return run_command(args)
+
+
+def _add_compare(commands: argparse._SubParsersAction) -> None:
+    from solver.validation.compare import add_arguments
+
+    parser = commands.add_parser(
+        "compare", help="compare two runs (e.g. GPU against CPU)",
+        description="Compare two run folders particle by particle and in macroscopic quantities.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=lambda args: _call("solver.validation.compare", args))
+
+
+def _add_validate(commands: argparse._SubParsersAction) -> None:
+    from solver.validation.experiments import add_arguments
+
+    parser = commands.add_parser(
+        "validate", help="compare a case with experimental data",
+        description="Run (or read) a reference case and compare it with experiments.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=lambda args: _call("solver.validation.experiments", args))
+
+
+def _add_render(commands: argparse._SubParsersAction) -> None:
+    from solver.validation.render import add_arguments
+
+    parser = commands.add_parser(
+        "render", help="draw PNG frames and a GIF of a run",
+        description="Render a run's snapshots to PNG frames and an animated GIF, without ParaView.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=lambda args: _call("solver.validation.render", args))
+
+
+def _call(module: str, args: argparse.Namespace) -> int:
+    import importlib
+
+    return int(importlib.import_module(module).main(args))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the `dambreak` command."""
+    parser = argparse.ArgumentParser(
+        prog="dambreak",
+        description="3D SPH dam-break solver on Taichi (CPU, CUDA, Vulkan, Metal).",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_run(commands)
+    _add_compare(commands)
+    _add_validate(commands)
+    _add_render(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `dambreak` console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
