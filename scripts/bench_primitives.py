@@ -65,7 +65,7 @@ def bench(n: int, repeats: int) -> dict[str, float]:
     sorter = StableKeySort(n)
 
     def reorder() -> None:
-        for src, dst in zip(arrays, spares):
+        for src, dst in zip(arrays, spares, strict=True):
             gather(src, dst, order, n)
 
     def sort_and_reorder() -> None:
@@ -83,7 +83,7 @@ def bench(n: int, repeats: int) -> dict[str, float]:
 
     def build() -> None:
         kept = grid.update(position, index, removed, n)
-        for src, dst in zip(arrays, spares):
+        for src, dst in zip(arrays, spares, strict=True):
             gather(src, dst, grid.order, kept)
 
     results["cell-list build+reorder"] = _median_seconds(build, repeats)

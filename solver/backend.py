@@ -63,10 +63,11 @@ def check_capabilities(backend: str, precision: str, threads: int | None = None)
         raise BackendError(f"unknown backend {backend!r}; allowed: {allowed}")
     caps = CAPABILITIES[backend]
     if precision not in caps.precisions:
+        able = ", ".join(b for b, c in CAPABILITIES.items() if precision in c.precisions)
         raise BackendError(
             f"backend {backend} supports precision {' and '.join(caps.precisions)} only, "
             f"but the config asks for physics.precision = {precision!r}; "
-            f"use f32 or run on {', '.join(b for b, c in CAPABILITIES.items() if precision in c.precisions)}"
+            f"use f32 or run on {able}"
         )
     if threads is not None and not caps.threads_option:
         raise BackendError(f"--threads applies to the cpu backend only, not to {backend}")
@@ -110,13 +111,13 @@ def resolve_backend(requested: str) -> str:
     if requested == "auto":
         return _auto_backend()
     if requested not in CAPABILITIES:
-        raise BackendError(
-            f"unknown backend {requested!r}; allowed: {', '.join(BACKEND_CHOICES)}"
-        )
+        raise BackendError(f"unknown backend {requested!r}; allowed: {', '.join(BACKEND_CHOICES)}")
     return requested
 
 
-def start_backend(requested: str, precision: str = "f32", threads: int | None = None) -> BackendInfo:
+def start_backend(
+    requested: str, precision: str = "f32", threads: int | None = None
+) -> BackendInfo:
     """Start Taichi on the requested backend and verify it is the one really running.
 
     `threads` caps the CPU backend's thread pool (1 is the sequential reference).
@@ -137,8 +138,9 @@ def start_backend(requested: str, precision: str = "f32", threads: int | None = 
         device=describe_device(backend, threads),
         precision=precision,
         threads=threads if backend == "cpu" else None,
-        taichi_version=ti.__version__ if isinstance(ti.__version__, str) else
-        ".".join(str(v) for v in ti.__version__),
+        taichi_version=ti.__version__
+        if isinstance(ti.__version__, str)
+        else ".".join(str(v) for v in ti.__version__),
     )
 
 
@@ -174,7 +176,13 @@ def _cuda_device_name() -> str | None:
     return name.value.decode(errors="replace")
 
 
-_VK_DEVICE_TYPES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "software"}
+_VK_DEVICE_TYPES = {
+    0: "other",
+    1: "integrated GPU",
+    2: "discrete GPU",
+    3: "virtual GPU",
+    4: "software",
+}
 
 
 def vulkan_devices() -> list[tuple[str, str]]:

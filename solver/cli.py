@@ -16,12 +16,22 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
         description="Run a simulation. With no CONFIG, runs configs/quick.toml.",
     )
     run.add_argument("config", nargs="?", help="TOML config file (default: configs/quick.toml)")
-    run.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
-                     help="compute backend (default auto: cuda, else metal on macOS, else cpu)")
+    run.add_argument(
+        "--backend",
+        choices=BACKEND_CHOICES,
+        default="auto",
+        help="compute backend (default auto: cuda, else metal on macOS, else cpu)",
+    )
     run.add_argument("--threads", type=int, help="CPU threads (cpu backend; 1 = sequential)")
     run.add_argument("--out", help="output folder (default outputs/<config name>/)")
-    run.add_argument("--set", dest="overrides", action="append", default=[],
-                     metavar="SECTION.KEY=VALUE", help="override a config value (repeatable)")
+    run.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override a config value (repeatable)",
+    )
     run.add_argument("--force", action="store_true", help="overwrite results in the output folder")
     run.set_defaults(handler=_run)
 
@@ -36,7 +46,8 @@ def _add_compare(commands: argparse._SubParsersAction) -> None:
     from solver.validation.compare import add_arguments
 
     parser = commands.add_parser(
-        "compare", help="compare two runs (e.g. GPU against CPU)",
+        "compare",
+        help="compare two runs (e.g. GPU against CPU)",
         description="Compare two run folders particle by particle and in macroscopic quantities.",
     )
     add_arguments(parser)
@@ -47,7 +58,8 @@ def _add_validate(commands: argparse._SubParsersAction) -> None:
     from solver.validation.experiments import add_arguments
 
     parser = commands.add_parser(
-        "validate", help="compare a case with experimental data",
+        "validate",
+        help="compare a case with experimental data",
         description="Run (or read) a reference case and compare it with experiments.",
     )
     add_arguments(parser)
@@ -58,7 +70,8 @@ def _add_render(commands: argparse._SubParsersAction) -> None:
     from solver.validation.render import add_arguments
 
     parser = commands.add_parser(
-        "render", help="draw PNG frames and a GIF of a run",
+        "render",
+        help="draw PNG frames and a GIF of a run",
         description="Render a run's snapshots to PNG frames and an animated GIF, without ParaView.",
     )
     add_arguments(parser)

@@ -13,7 +13,8 @@ solver based on SPH", CPC 187, section 2.4):
 Dynamic boundary particles (Crespo et al. 2007) stay still and integrate only their density,
 clamped to rho0 from below as OpenFPM and DualSPHysics do. A fluid particle is flagged for
 removal when it leaves the domain or its density leaves [rho_min, rho_max] (DualSPHysics'
-"excluded" particles); the next neighbour-grid update drops it. NaN fails both tests.
+"excluded" particles), with the reason (REMOVED_OUTSIDE, REMOVED_DENSITY) in its `removed`
+flag; the next neighbour-grid update drops it and counts it by reason. NaN fails both tests.
 """
 
 import math
@@ -24,6 +25,8 @@ from solver.config import Config
 from solver.particle_kind import ParticleKind
 
 FLUID = int(ParticleKind.FLUID)
+REMOVED_OUTSIDE = 1
+REMOVED_DENSITY = 2
 
 
 def time_step(cfg: Config, a_max: float, v_max: float, visc_max: float) -> float:
@@ -46,16 +49,29 @@ def build_integrator(cfg: Config):
     rho_min, rho_max = cfg.physics.rho_min, cfg.physics.rho_max
 
     @ti.func
-    def should_remove(x, rho):
-        inside = (x >= lo).all() and (x <= hi).all()
-        return not (inside and rho >= rho_min and rho <= rho_max)
+    def removal_reason(x, rho):
+        reason = 0
+        if not ((x >= lo).all() and (x <= hi).all()):
+            reason = REMOVED_OUTSIDE
+        elif not (rho >= rho_min and rho <= rho_max):
+            reason = REMOVED_DENSITY
+        return reason
 
     @ti.kernel
-    def verlet(position: ti.types.ndarray(ndim=1), velocity: ti.types.ndarray(ndim=1),
-               velocity_prev: ti.types.ndarray(ndim=1), density: ti.types.ndarray(ndim=1),
-               density_prev: ti.types.ndarray(ndim=1), kind: ti.types.ndarray(ndim=1),
-               acceleration: ti.types.ndarray(ndim=1), density_rate: ti.types.ndarray(ndim=1),
-               removed: ti.types.ndarray(ndim=1), n: ti.i32, dt: float, euler: ti.i32):
+    def verlet(
+        position: ti.types.ndarray(ndim=1),
+        velocity: ti.types.ndarray(ndim=1),
+        velocity_prev: ti.types.ndarray(ndim=1),
+        density: ti.types.ndarray(ndim=1),
+        density_prev: ti.types.ndarray(ndim=1),
+        kind: ti.types.ndarray(ndim=1),
+        acceleration: ti.types.ndarray(ndim=1),
+        density_rate: ti.types.ndarray(ndim=1),
+        removed: ti.types.ndarray(ndim=1),
+        n: ti.i32,
+        dt: float,
+        euler: ti.i32,
+    ):
         for i in range(n):
             rho = density[i]
             rho_new = density_prev[i] + 2.0 * dt * density_rate[i]
@@ -73,19 +89,27 @@ def build_integrator(cfg: Config):
                 velocity_prev[i] = v
                 velocity[i] = v_new
                 position[i] = x_new
-                flag = ti.cast(should_remove(x_new, rho_new), ti.i32)
+                flag = removal_reason(x_new, rho_new)
             else:
                 rho_new = ti.max(rho_new, rho0)
             density[i] = rho_new
             removed[i] = flag
 
     @ti.kernel
-    def predict(position: ti.types.ndarray(ndim=1), velocity: ti.types.ndarray(ndim=1),
-                density: ti.types.ndarray(ndim=1), position_prev: ti.types.ndarray(ndim=1),
-                velocity_prev: ti.types.ndarray(ndim=1), density_prev: ti.types.ndarray(ndim=1),
-                kind: ti.types.ndarray(ndim=1), acceleration: ti.types.ndarray(ndim=1),
-                density_rate: ti.types.ndarray(ndim=1), removed: ti.types.ndarray(ndim=1),
-                n: ti.i32, dt: float):
+    def predict(
+        position: ti.types.ndarray(ndim=1),
+        velocity: ti.types.ndarray(ndim=1),
+        density: ti.types.ndarray(ndim=1),
+        position_prev: ti.types.ndarray(ndim=1),
+        velocity_prev: ti.types.ndarray(ndim=1),
+        density_prev: ti.types.ndarray(ndim=1),
+        kind: ti.types.ndarray(ndim=1),
+        acceleration: ti.types.ndarray(ndim=1),
+        density_rate: ti.types.ndarray(ndim=1),
+        removed: ti.types.ndarray(ndim=1),
+        n: ti.i32,
+        dt: float,
+    ):
         half = 0.5 * dt
         for i in range(n):
             rho = density[i]
@@ -99,19 +123,27 @@ def build_integrator(cfg: Config):
                 velocity_prev[i] = v
                 position[i] = x + half * v
                 velocity[i] = v + half * acceleration[i]
-                flag = ti.cast(should_remove(x + half * v, rho_half), ti.i32)
+                flag = removal_reason(x + half * v, rho_half)
             else:
                 rho_half = ti.max(rho_half, rho0)
             density[i] = rho_half
             removed[i] = flag
 
     @ti.kernel
-    def correct(position: ti.types.ndarray(ndim=1), velocity: ti.types.ndarray(ndim=1),
-                density: ti.types.ndarray(ndim=1), position_prev: ti.types.ndarray(ndim=1),
-                velocity_prev: ti.types.ndarray(ndim=1), density_prev: ti.types.ndarray(ndim=1),
-                kind: ti.types.ndarray(ndim=1), acceleration: ti.types.ndarray(ndim=1),
-                density_rate: ti.types.ndarray(ndim=1), removed: ti.types.ndarray(ndim=1),
-                n: ti.i32, dt: float):
+    def correct(
+        position: ti.types.ndarray(ndim=1),
+        velocity: ti.types.ndarray(ndim=1),
+        density: ti.types.ndarray(ndim=1),
+        position_prev: ti.types.ndarray(ndim=1),
+        velocity_prev: ti.types.ndarray(ndim=1),
+        density_prev: ti.types.ndarray(ndim=1),
+        kind: ti.types.ndarray(ndim=1),
+        acceleration: ti.types.ndarray(ndim=1),
+        density_rate: ti.types.ndarray(ndim=1),
+        removed: ti.types.ndarray(ndim=1),
+        n: ti.i32,
+        dt: float,
+    ):
         for i in range(n):
             eps = -density_rate[i] / density[i] * dt
             rho_new = density_prev[i] * (2.0 - eps) / (2.0 + eps)
@@ -122,7 +154,7 @@ def build_integrator(cfg: Config):
                 x_new = position_prev[i] + 0.5 * dt * (v_old + v_new)
                 velocity[i] = v_new
                 position[i] = x_new
-                flag = ti.cast(should_remove(x_new, rho_new), ti.i32)
+                flag = removal_reason(x_new, rho_new)
             else:
                 rho_new = ti.max(rho_new, rho0)
             density[i] = rho_new

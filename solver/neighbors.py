@@ -1,12 +1,14 @@
 """Cell list and neighbour iteration on a uniform grid, built from the portable sort and scan.
 
-The grid covers the domain box with cubic cells no smaller than the kernel support, numbered
-x fastest: key = (cz * ny + cy) * nx + cx. Each update sorts the particles by (cell, id) with
+The grid covers the domain box with cubic cells of half the kernel support, numbered x
+fastest: key = (cz * ny + cy) * nx + cx. Each update sorts the particles by (cell, id) with
 a stable radix sort started from id order, so the order inside a cell is by particle id on every
 backend and every run; `cell_offsets[k]` is the number of live particles in cells below k.
-Because the three cells (cx-1..cx+1, cy, cz) are consecutive keys, the 27 neighbouring cells are
-nine contiguous index ranges ("rows"), as in DualSPHysics (Dominguez et al. 2011, "Neighbour
-lists in smoothed particle hydrodynamics").
+Cells along x are consecutive keys, so the candidates of one row of cells (cy, cz) form one
+contiguous index range, as in DualSPHysics (Dominguez et al. 2011, "Neighbour lists in smoothed
+particle hydrodynamics"). With half-support cells and each row cut to the part the support
+sphere reaches (rows it misses skipped), a particle checks about 2.5 times fewer candidates than
+with the classic 27 cells of the support's size.
 
 Cell coordinates are clamped to the grid (NaN to 0), which keeps every access in range; clamping
 moves two coordinates at most as far apart as they were, so no neighbour within the support is
@@ -21,19 +23,35 @@ from solver.parallel.sort import StableKeySort
 
 I32Array = ti.types.ndarray(dtype=ti.i32, ndim=1)
 
+CELLS_PER_SUPPORT = 2
+DROP_REASONS = 4
+
+
+SEARCH_PAD = 1e-3
+"""Relative padding of the search radius: far above float32 rounding of coordinates, so a pair
+closer than the radius is never missed; the caller's own distance test stays exact."""
+
+
+@ti.func
+def axis_cell(t, size):
+    """Cell index along one axis for t = (coordinate - lo) / cell, clamped to [0, size-1].
+
+    NaN and negative t give 0 (every comparison with NaN is false).
+    """
+    index = 0
+    if t >= size:
+        index = size - 1
+    elif t >= 1.0:
+        index = ti.cast(t, ti.i32)
+    return index
+
 
 @ti.func
 def cell_coord(p, lo, inv_cell, dims):
     """Integer cell coordinates of position p, clamped to the grid; NaN maps to 0."""
     c = ti.Vector([0, 0, 0])
     for a in ti.static(range(3)):
-        t = (p[a] - lo[a]) * inv_cell
-        index = 0
-        if t >= dims[a]:
-            index = dims[a] - 1
-        elif t >= 1.0:
-            index = ti.cast(t, ti.i32)
-        c[a] = index
+        c[a] = axis_cell((p[a] - lo[a]) * inv_cell, dims[a])
     return c
 
 
@@ -44,32 +62,84 @@ def cell_key(c, dims):
 
 
 @ti.func
-def row_range(c, row, dims, cell_offsets: ti.template()):
-    """[begin, end) of the sorted particles in neighbour row `row` (0..8) of cell c.
+def search_cells(p, radius, lo, inv_cell, dims):
+    """First and last cell coordinates, per axis, of the cells a sphere (p, radius) touches.
 
-    Row r covers cells (c.x-1 .. c.x+1, c.y + r % 3 - 1, c.z + r // 3 - 1), cut to the grid.
+    Returns a 2x3 integer matrix: row 0 the lowest, row 1 the highest cell on each axis.
     """
-    y = c[1] + row % 3 - 1
-    z = c[2] + row // 3 - 1
+    reach = radius * (1.0 + SEARCH_PAD)
+    first = ti.Vector([0, 0, 0])
+    last = ti.Vector([0, 0, 0])
+    for a in ti.static(range(3)):
+        first[a] = axis_cell((p[a] - reach - lo[a]) * inv_cell, dims[a])
+        last[a] = axis_cell((p[a] + reach - lo[a]) * inv_cell, dims[a])
+    return ti.Matrix.rows([first, last])
+
+
+@ti.func
+def _slab_gap(coordinate, index, lo, inv_cell, size):
+    """Distance from a coordinate to the slab of cells `index` along one axis.
+
+    The first and last slabs reach to infinity, since clamping files particles outside the
+    grid into them.
+    """
+    low = lo + index / inv_cell
+    high = lo + (index + 1) / inv_cell
+    gap = 0.0
+    if index > 0 and coordinate < low:
+        gap = low - coordinate
+    if index < size - 1 and coordinate > high:
+        gap = coordinate - high
+    return gap
+
+
+@ti.func
+def row_span(p, radius, cy, cz, lo, inv_cell, dims, cell_offsets: ti.template()):
+    """[begin, end) of the sorted particles of row (cy, cz) that may lie within radius of p.
+
+    The cells of a row are consecutive keys, so the candidates are one contiguous range; the
+    range is cut to the part of the row the sphere reaches, and is empty for a row the sphere
+    misses entirely.
+    """
+    reach = radius * (1.0 + SEARCH_PAD)
+    gy = _slab_gap(p[1], cy, lo[1], inv_cell, dims[1])
+    gz = _slab_gap(p[2], cz, lo[2], inv_cell, dims[2])
+    rest2 = reach * reach - gy * gy - gz * gz
     begin = 0
     end = 0
-    if 0 <= y < dims[1] and 0 <= z < dims[2]:
-        base = (z * dims[1] + y) * dims[0]
-        begin = cell_offsets[base + ti.max(c[0] - 1, 0)]
-        end = cell_offsets[base + ti.min(c[0] + 1, dims[0] - 1) + 1]
+    if rest2 > 0.0:
+        rest = ti.sqrt(rest2)
+        x0 = axis_cell((p[0] - rest - lo[0]) * inv_cell, dims[0])
+        x1 = axis_cell((p[0] + rest - lo[0]) * inv_cell, dims[0])
+        base = (cz * dims[1] + cy) * dims[0]
+        begin = cell_offsets[base + x0]
+        end = cell_offsets[base + x1 + 1]
     return ti.Vector([begin, end])
 
 
 @ti.kernel
-def _assign_keys(position: ti.types.ndarray(ndim=1), ids: I32Array, removed: I32Array,
-                 n: ti.i32, lo: ti.math.vec3, inv_cell: float, dims: ti.math.ivec3,
-                 sentinel: ti.i32, key_by_id: I32Array, index_by_id: I32Array,
-                 cell_counts: I32Array):
+def _assign_keys(
+    position: ti.types.ndarray(ndim=1),
+    ids: I32Array,
+    removed: I32Array,
+    n: ti.i32,
+    lo: ti.math.vec3,
+    inv_cell: float,
+    dims: ti.math.ivec3,
+    sentinel: ti.i32,
+    key_by_id: I32Array,
+    index_by_id: I32Array,
+    cell_counts: I32Array,
+    dropped: I32Array,
+):
     for i in range(n):
         key = sentinel
-        if removed[i] == 0:
+        reason = removed[i]
+        if reason == 0:
             key = cell_key(cell_coord(position[i], lo, inv_cell, dims), dims)
             ti.atomic_add(cell_counts[key], 1)
+        else:
+            ti.atomic_add(dropped[ti.min(reason, DROP_REASONS - 1)], 1)
         key_by_id[ids[i]] = key
         index_by_id[ids[i]] = i
 
@@ -86,9 +156,8 @@ class CellGrid:
         hi = np.asarray(hi, dtype=np.float64)
         if support_radius <= 0 or np.any(hi <= self.lo):
             raise ValueError("grid needs lo < hi on every axis and a positive support radius")
-        # Cubic cells a hair larger than the support, so rounding in (p - lo) / cell can never
-        # put two particles closer than the support two cells apart.
-        self.cell_size = float(support_radius) * (1.0 + 1e-5)
+        self.support_radius = float(support_radius)
+        self.cell_size = self.support_radius / CELLS_PER_SUPPORT
         self.dims = np.maximum(np.ceil((hi - self.lo) / self.cell_size).astype(np.int64), 1)
         self.num_cells = int(np.prod(self.dims))
         if self.num_cells >= 2**31 - 2:
@@ -102,6 +171,8 @@ class CellGrid:
         self.sorted_keys = ti.ndarray(ti.i32, shape=cap)
         self.order = ti.ndarray(ti.i32, shape=cap)
         self.cell_offsets = ti.ndarray(ti.i32, shape=self.num_cells + 1)
+        self.dropped = ti.ndarray(ti.i32, shape=DROP_REASONS)
+        self.dropped.fill(0)
         self._sort = StableKeySort(cap)
         self._scan = ExclusiveScan(self.num_cells + 1)
 
@@ -112,22 +183,45 @@ class CellGrid:
 
     def kernel_args(self) -> tuple:
         """(lo, inv_cell, dims, cell_offsets), the grid arguments of a physics kernel."""
-        return (ti.Vector(self.lo.tolist()), self.inv_cell,
-                ti.Vector([int(d) for d in self.dims], dt=ti.i32), self.cell_offsets)
+        return (
+            ti.Vector(self.lo.tolist()),
+            self.inv_cell,
+            ti.Vector([int(d) for d in self.dims], dt=ti.i32),
+            self.cell_offsets,
+        )
 
     def update(self, position: ti.Ndarray, ids: ti.Ndarray, removed: ti.Ndarray, n: int) -> int:
         """Sort the first n particles by (cell, id), dropping those with removed[i] != 0.
 
-        Returns the number of particles kept; they are the first ones of `order`.
+        Returns the number of particles kept; they are the first ones of `order`. `dropped[k]`
+        counts, over all updates, the particles dropped with removed[i] == k (k >= 3 pooled).
         """
         if n > self.capacity:
             raise ValueError(f"{n} particles exceed the grid's capacity {self.capacity}")
         self.key_by_id.fill(self.sentinel)
         self.cell_offsets.fill(0)
         lo, inv_cell, dims, _ = self.kernel_args()
-        _assign_keys(position, ids, removed, n, lo, inv_cell, dims, self.sentinel,
-                     self.key_by_id, self.index_by_id, self.cell_offsets)
+        _assign_keys(
+            position,
+            ids,
+            removed,
+            n,
+            lo,
+            inv_cell,
+            dims,
+            self.sentinel,
+            self.key_by_id,
+            self.index_by_id,
+            self.cell_offsets,
+            self.dropped,
+        )
         self._scan(self.cell_offsets, self.cell_offsets, self.num_cells + 1)
-        self._sort(self.key_by_id, self.index_by_id, self.sorted_keys, self.order,
-                   self.capacity, self.key_bits)
+        self._sort(
+            self.key_by_id,
+            self.index_by_id,
+            self.sorted_keys,
+            self.order,
+            self.capacity,
+            self.key_bits,
+        )
         return int(self.cell_offsets[self.num_cells])

@@ -29,13 +29,27 @@ class ParticleArrays:
         def scalar(kind=dtype) -> ti.Ndarray:
             return ti.ndarray(kind, shape=capacity)
 
-        self.reordered_names = ["position", "velocity", "velocity_prev", "density",
-                                "density_prev", "kind", "id"]
+        self.reordered_names = [
+            "position",
+            "velocity",
+            "velocity_prev",
+            "density",
+            "density_prev",
+            "kind",
+            "id",
+        ]
         if keep_position_prev:
             self.reordered_names.append("position_prev")
-        makers = {"position": vec, "velocity": vec, "velocity_prev": vec, "position_prev": vec,
-                  "density": scalar, "density_prev": scalar,
-                  "kind": lambda: scalar(ti.i32), "id": lambda: scalar(ti.i32)}
+        makers = {
+            "position": vec,
+            "velocity": vec,
+            "velocity_prev": vec,
+            "position_prev": vec,
+            "density": scalar,
+            "density_prev": scalar,
+            "kind": lambda: scalar(ti.i32),
+            "id": lambda: scalar(ti.i32),
+        }
         for name in self.reordered_names:
             setattr(self, name, makers[name]())
         self._spare = {name: makers[name]() for name in self.reordered_names}

@@ -18,9 +18,15 @@ import numpy as np
 import taichi as ti
 
 from solver import __version__
-from solver.backend import BackendError, BackendInfo, check_capabilities, resolve_backend, start_backend
+from solver.backend import (
+    BackendError,
+    BackendInfo,
+    check_capabilities,
+    resolve_backend,
+    start_backend,
+)
 from solver.config import Config, ConfigError, config_to_toml, load_config
-from solver.integrate import build_integrator, time_step
+from solver.integrate import REMOVED_DENSITY, REMOVED_OUTSIDE, build_integrator, time_step
 from solver.neighbors import CellGrid
 from solver.output.files import OutputExistsError, atomic_write_text, prepare_output_dir
 from solver.output.npz import write_snapshot_npz
@@ -76,7 +82,16 @@ class Simulation:
     @property
     def removed(self) -> int:
         """Fluid particles removed so far (left the domain or the density band)."""
-        return len(self.scene.kind) - self.particles.count
+        return sum(self.removed_by_reason().values())
+
+    def removed_by_reason(self) -> dict[str, int]:
+        """Particles dropped so far, by why (flags still pending count with their reason)."""
+        dropped = self.grid.dropped.to_numpy()
+        pending = np.bincount(self.particles.removed.to_numpy()[: self.count], minlength=3)
+        return {
+            "outside_domain": int(dropped[REMOVED_OUTSIDE] + pending[REMOVED_OUTSIDE]),
+            "density_out_of_band": int(dropped[REMOVED_DENSITY] + pending[REMOVED_DENSITY]),
+        }
 
     def _update_neighbours_and_forces(self) -> None:
         """Drop flagged particles, sort by cell, then pressure and the interaction pass."""
@@ -85,9 +100,23 @@ class Simulation:
         p.reorder(self.grid.order, n)
         self._pressure(p.density, p.pressure, n)
         lo, inv_cell, dims, offsets = self.grid.kernel_args()
-        self._interact(p.position, p.velocity, p.density, p.pressure, p.kind, n, lo, inv_cell,
-                       dims, offsets, p.acceleration, p.density_rate, p.acceleration_norm,
-                       p.speed, p.viscous_rate)
+        self._interact(
+            p.position,
+            p.velocity,
+            p.density,
+            p.pressure,
+            p.kind,
+            n,
+            lo,
+            inv_cell,
+            dims,
+            offsets,
+            p.acceleration,
+            p.density_rate,
+            p.acceleration_norm,
+            p.speed,
+            p.viscous_rate,
+        )
 
     def _next_dt(self) -> float:
         """The CFL time step from this interaction's maxima (deterministic reductions)."""
@@ -98,24 +127,59 @@ class Simulation:
         a_max, v_max, visc_max = (float(v) for v in self._dt_inputs.to_numpy())
         return time_step(self.cfg, a_max, v_max, visc_max)
 
-    def step(self) -> None:
-        """Advance one time step."""
+    def step(self, dt_limit: float = math.inf) -> None:
+        """Advance one time step: the CFL step, shortened to `dt_limit` when that is smaller
+        (so a run lands exactly on its output times)."""
         p = self.particles
         self._update_neighbours_and_forces()
-        dt = self._next_dt()
+        dt = min(self._next_dt(), dt_limit)
         if self.symplectic:
-            self._predict(p.position, p.velocity, p.density, p.position_prev, p.velocity_prev,
-                          p.density_prev, p.kind, p.acceleration, p.density_rate, p.removed,
-                          p.count, dt)
+            self._predict(
+                p.position,
+                p.velocity,
+                p.density,
+                p.position_prev,
+                p.velocity_prev,
+                p.density_prev,
+                p.kind,
+                p.acceleration,
+                p.density_rate,
+                p.removed,
+                p.count,
+                dt,
+            )
             self._update_neighbours_and_forces()
-            self._correct(p.position, p.velocity, p.density, p.position_prev, p.velocity_prev,
-                          p.density_prev, p.kind, p.acceleration, p.density_rate, p.removed,
-                          p.count, dt)
+            self._correct(
+                p.position,
+                p.velocity,
+                p.density,
+                p.position_prev,
+                p.velocity_prev,
+                p.density_prev,
+                p.kind,
+                p.acceleration,
+                p.density_rate,
+                p.removed,
+                p.count,
+                dt,
+            )
         else:
             every = self.cfg.time.verlet_euler_every
             euler = int(self.steps % every == every - 1)
-            self._verlet(p.position, p.velocity, p.velocity_prev, p.density, p.density_prev,
-                         p.kind, p.acceleration, p.density_rate, p.removed, p.count, dt, euler)
+            self._verlet(
+                p.position,
+                p.velocity,
+                p.velocity_prev,
+                p.density,
+                p.density_prev,
+                p.kind,
+                p.acceleration,
+                p.density_rate,
+                p.removed,
+                p.count,
+                dt,
+                euler,
+            )
         self.dt = dt
         self.time += dt
         self.steps += 1
@@ -128,8 +192,16 @@ class Simulation:
         keep = p.removed.to_numpy()[: p.count] == 0
         if keep.all():
             return snap
-        return Snapshot(snap.time, snap.step, snap.position[keep], snap.velocity[keep],
-                        snap.density[keep], snap.pressure[keep], snap.kind[keep], snap.id[keep])
+        return Snapshot(
+            snap.time,
+            snap.step,
+            snap.position[keep],
+            snap.velocity[keep],
+            snap.density[keep],
+            snap.pressure[keep],
+            snap.kind[keep],
+            snap.id[keep],
+        )
 
 
 @dataclass
@@ -138,6 +210,11 @@ class Schedule:
 
     interval: float
     index: int = 0
+
+    @property
+    def next_time(self) -> float:
+        """The next scheduled time."""
+        return self.index * self.interval
 
     def due(self, time: float) -> bool:
         """Whether the next scheduled time has been reached (within a relative 1e-9)."""
@@ -162,9 +239,13 @@ class RunObservers:
 
             self._pvd = PvdWriter(out_dir / "particles.pvd")
         self._sampler = ProbeSampler(
-            cfg.probes, smoothing_length=cfg.smoothing_length, kernel=cfg.physics.kernel,
-            particle_mass=cfg.particle_mass, rho0=cfg.physics.rho0,
-            z_range=(cfg.tank.box.min[2], cfg.tank.box.max[2]), dp=cfg.dp,
+            cfg.probes,
+            smoothing_length=cfg.smoothing_length,
+            kernel=cfg.physics.kernel,
+            particle_mass=cfg.particle_mass,
+            rho0=cfg.physics.rho0,
+            z_range=(cfg.tank.box.min[2], cfg.tank.box.max[2]),
+            dp=cfg.dp,
         )
         self._probes = ProbeWriter(out_dir / "probes.csv", self._sampler.names)
         self.snapshot_schedule = Schedule(cfg.time.output_interval)
@@ -173,6 +254,10 @@ class RunObservers:
     def wants(self, time: float) -> bool:
         """Whether any observer is due at `time`."""
         return self.snapshot_schedule.due(time) or self.probe_schedule.due(time)
+
+    def next_time(self) -> float:
+        """The next time an observer wants to look at."""
+        return min(self.snapshot_schedule.next_time, self.probe_schedule.next_time)
 
     def observe(self, snap: Snapshot) -> None:
         """Write what is due at the snapshot's time."""
@@ -201,9 +286,15 @@ def _print(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def run_simulation(cfg: Config, out_dir: Path, *, backend: str = "auto",
-                   threads: int | None = None, force: bool = False,
-                   show_progress: bool = True) -> dict:
+def run_simulation(
+    cfg: Config,
+    out_dir: Path,
+    *,
+    backend: str = "auto",
+    threads: int | None = None,
+    force: bool = False,
+    show_progress: bool = True,
+) -> dict:
     """Run `cfg` on `backend`, writing snapshots, probes, config and summary into out_dir.
 
     Checks what can be checked (backend capabilities, the output folder) before anything is
@@ -217,10 +308,14 @@ def run_simulation(cfg: Config, out_dir: Path, *, backend: str = "auto",
     started = wallclock.perf_counter()
     sim = Simulation(cfg)
     counts = sim.scene.counts()
-    _print(f"dambreak {__version__}: case {cfg.name} on {info.name} ({info.device}), "
-           f"{info.precision}")
-    _print("particles: " + ", ".join(f"{v} {k.lower()}" for k, v in counts.items())
-           + f", {len(sim.scene.kind)} in all")
+    _print(
+        f"dambreak {__version__}: case {cfg.name} on {info.name} ({info.device}), {info.precision}"
+    )
+    _print(
+        "particles: "
+        + ", ".join(f"{v} {k.lower()}" for k, v in counts.items())
+        + f", {len(sim.scene.kind)} in all"
+    )
     atomic_write_text(out_dir / "config.toml", config_to_toml(cfg))
 
     observers = RunObservers(cfg, out_dir)
@@ -232,7 +327,7 @@ def run_simulation(cfg: Config, out_dir: Path, *, backend: str = "auto",
     try:
         while sim.time < cfg.time.end * (1.0 - 1e-12):
             step_started = wallclock.perf_counter()
-            sim.step()
+            sim.step(dt_limit=min(observers.next_time(), cfg.time.end) - sim.time)
             if sim.steps == 1:
                 ti.sync()
                 first_step_s = wallclock.perf_counter() - step_started
@@ -251,8 +346,7 @@ def run_simulation(cfg: Config, out_dir: Path, *, backend: str = "auto",
     ti.sync()
     loop_s = wallclock.perf_counter() - loop_started
     steady_s = max(loop_s - first_step_s, 1e-12)
-    fluid_end = int(np.count_nonzero(sim.particles.kind.to_numpy()[: sim.count]
-                                     == ParticleKind.FLUID))
+    fluid_end = int(np.count_nonzero(sim.snapshot().kind == ParticleKind.FLUID))
     summary = {
         "case": cfg.name,
         "config": cfg.source,
@@ -272,12 +366,14 @@ def run_simulation(cfg: Config, out_dir: Path, *, backend: str = "auto",
         "mass_initial": sim.initial_fluid * cfg.particle_mass,
         "mass_final": fluid_end * cfg.particle_mass,
         "removed": sim.removed,
+        "removed_by_reason": sim.removed_by_reason(),
         "snapshots": observers.snapshots_written,
         "snapshot_formats": [f for f in ("vtk", "npz") if getattr(cfg.output, f)],
     }
     atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     _print(
-        f"done: {sim.steps} steps to t = {sim.time:.4g} s in {format_duration(summary['wall_time_s'])}"
+        f"done: {sim.steps} steps to t = {sim.time:.4g} s "
+        f"in {format_duration(summary['wall_time_s'])}"
         f" (compile {first_step_s:.1f} s), {summary['particle_steps_per_second']:.3g} "
         f"particle-steps/s, {sim.removed} removed; output in {out_dir}"
     )
@@ -289,8 +385,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         cfg = load_config(args.config, args.overrides)
         out_dir = Path(args.out) if args.out else cfg.output_dir
-        run_simulation(cfg, out_dir, backend=args.backend, threads=args.threads,
-                       force=args.force)
+        run_simulation(cfg, out_dir, backend=args.backend, threads=args.threads, force=args.force)
     except (ConfigError, BackendError, OutputExistsError, NotADirectoryError) as error:
         _print(f"dambreak run: error: {error}")
         return 2
@@ -304,5 +399,12 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["BackendInfo", "Schedule", "Simulation", "initial_density", "resolve_backend",
-           "run_command", "run_simulation"]
+__all__ = [
+    "BackendInfo",
+    "Schedule",
+    "Simulation",
+    "initial_density",
+    "resolve_backend",
+    "run_command",
+    "run_simulation",
+]

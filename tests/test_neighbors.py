@@ -4,20 +4,28 @@ import numpy as np
 import pytest
 import taichi as ti
 
-from solver.neighbors import CellGrid, cell_coord, row_range
+from solver.neighbors import CellGrid, row_span, search_cells
 
 MAX_NEIGHBOURS = 512
 
 
 @ti.kernel
-def _collect(position: ti.types.ndarray(ndim=1), n: ti.i32, radius: float, lo: ti.math.vec3,
-             inv_cell: float, dims: ti.math.ivec3, cell_offsets: ti.types.ndarray(ndim=1),
-             neighbours: ti.types.ndarray(ndim=2), counts: ti.types.ndarray(ndim=1)):
+def _collect(
+    position: ti.types.ndarray(ndim=1),
+    n: ti.i32,
+    radius: float,
+    lo: ti.math.vec3,
+    inv_cell: float,
+    dims: ti.math.ivec3,
+    cell_offsets: ti.types.ndarray(ndim=1),
+    neighbours: ti.types.ndarray(ndim=2),
+    counts: ti.types.ndarray(ndim=1),
+):
     for i in range(n):
-        c = cell_coord(position[i], lo, inv_cell, dims)
+        box = search_cells(position[i], radius, lo, inv_cell, dims)
         count = 0
-        for row in range(9):
-            span = row_range(c, row, dims, cell_offsets)
+        for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
+            span = row_span(position[i], radius, cy, cz, lo, inv_cell, dims, cell_offsets)
             for j in range(span[0], span[1]):
                 if j != i and (position[i] - position[j]).norm_sqr() < radius * radius:
                     if count < MAX_NEIGHBOURS:
@@ -39,8 +47,9 @@ def _grid_neighbours(points: np.ndarray, lo, hi, radius: float, removed=None):
     kept = grid.update(position, ids, flags, n)
     order = grid.order.to_numpy()[:kept]
     sorted_position = ti.Vector.ndarray(3, ti.f32, shape=n)
-    sorted_position.from_numpy(points.astype(np.float32)[np.concatenate(
-        [order, np.zeros(n - kept, np.int32)])])
+    sorted_position.from_numpy(
+        points.astype(np.float32)[np.concatenate([order, np.zeros(n - kept, np.int32)])]
+    )
     neighbours = ti.ndarray(ti.i32, shape=(n, MAX_NEIGHBOURS))
     counts = ti.ndarray(ti.i32, shape=n)
     lo_v, inv_cell, dims, offsets = grid.kernel_args()
@@ -81,8 +90,9 @@ def test_lattice_on_cell_faces_and_domain_edges_match_brute_force(on_backend):
     axis = np.arange(0, 11) * (radius / 2)
     points = np.stack(np.meshgrid(axis, axis, axis[:7], indexing="ij"), -1).reshape(-1, 3)
     sets, _, _ = _grid_neighbours(points, (0, 0, 0), (axis[-1],) * 3, radius * 1.0000001)
-    _assert_same_sets(sets, _brute_force(points, radius * 1.0000001, np.ones(len(points), bool)),
-                      points, radius)
+    _assert_same_sets(
+        sets, _brute_force(points, radius * 1.0000001, np.ones(len(points), bool)), points, radius
+    )
 
 
 def test_particles_outside_domain_and_nan_are_safe(on_backend):

@@ -46,8 +46,14 @@ def _sorted_by_radix(keys: np.ndarray, key_bits: int) -> tuple[np.ndarray, np.nd
     sorter = StableKeySort(n)
     keys_out = ti.ndarray(ti.i32, shape=max(n, 1))
     values_out = ti.ndarray(ti.i32, shape=max(n, 1))
-    sorter(_ndarray(keys.astype(np.int32)), _ndarray(np.arange(n, dtype=np.int32)), keys_out,
-           values_out, n, key_bits)
+    sorter(
+        _ndarray(keys.astype(np.int32)),
+        _ndarray(np.arange(n, dtype=np.int32)),
+        keys_out,
+        values_out,
+        n,
+        key_bits,
+    )
     return keys_out.to_numpy()[:n], values_out.to_numpy()[:n]
 
 
@@ -112,7 +118,9 @@ def test_reductions_match_numpy(on_backend, n):
     reducer.min(array, n, out, 1)
     reducer.max(array, n, out, 2)
     total, low, high = out.to_numpy()
-    assert total == pytest.approx(values.astype(np.float64).sum(), abs=1e-5 * np.abs(values).sum() + 1e-6)
+    assert total == pytest.approx(
+        values.astype(np.float64).sum(), abs=1e-5 * np.abs(values).sum() + 1e-6
+    )
     assert low == (values.min() if n else np.inf)
     assert high == (values.max() if n else -np.inf)
 

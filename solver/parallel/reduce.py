@@ -28,8 +28,13 @@ def _combine(a, b, op: ti.template()):
 
 
 @ti.kernel
-def _fold_chunks(values: ti.types.ndarray(ndim=1), n: ti.i32, out: ti.types.ndarray(ndim=1),
-                 out_index: ti.i32, op: ti.template()):
+def _fold_chunks(
+    values: ti.types.ndarray(ndim=1),
+    n: ti.i32,
+    out: ti.types.ndarray(ndim=1),
+    out_index: ti.i32,
+    op: ti.template(),
+):
     for c in range((n + CHUNK - 1) // CHUNK):
         begin = c * CHUNK
         acc = values[begin]

@@ -15,8 +15,7 @@ I32Array = ti.types.ndarray(dtype=ti.i32, ndim=1)
 
 
 @ti.kernel
-def _chunk_sums(values: I32Array, n: ti.i32,
-                sums: I32Array):
+def _chunk_sums(values: I32Array, n: ti.i32, sums: I32Array):
     for chunk in range((n + CHUNK - 1) // CHUNK):
         begin = chunk * CHUNK
         end = ti.min(begin + CHUNK, n)
@@ -27,9 +26,7 @@ def _chunk_sums(values: I32Array, n: ti.i32,
 
 
 @ti.kernel
-def _chunk_scan(values: I32Array,
-                out: I32Array, n: ti.i32,
-                offsets: I32Array):
+def _chunk_scan(values: I32Array, out: I32Array, n: ti.i32, offsets: I32Array):
     for chunk in range((n + CHUNK - 1) // CHUNK):
         begin = chunk * CHUNK
         end = ti.min(begin + CHUNK, n)
@@ -41,9 +38,7 @@ def _chunk_scan(values: I32Array,
 
 
 @ti.kernel
-def _serial_scan(values: I32Array,
-                 out: I32Array, n: ti.i32,
-                 total: I32Array):
+def _serial_scan(values: I32Array, out: I32Array, n: ti.i32, total: I32Array):
     ti.loop_config(serialize=True)
     for _ in range(1):
         running = 0

@@ -18,8 +18,15 @@ MAX_DIGIT_BITS = 8
 
 
 @ti.kernel
-def _digit_histogram(keys: I32Array, n: ti.i32, shift: ti.i32, digit_bits: ti.i32,
-                     chunk: ti.i32, chunks: ti.i32, histogram: I32Array):
+def _digit_histogram(
+    keys: I32Array,
+    n: ti.i32,
+    shift: ti.i32,
+    digit_bits: ti.i32,
+    chunk: ti.i32,
+    chunks: ti.i32,
+    histogram: I32Array,
+):
     radix = 1 << digit_bits
     for c in range(chunks):
         for d in range(radix):
@@ -33,9 +40,18 @@ def _digit_histogram(keys: I32Array, n: ti.i32, shift: ti.i32, digit_bits: ti.i3
 
 
 @ti.kernel
-def _scatter_by_digit(keys: I32Array, values: I32Array, keys_out: I32Array, values_out: I32Array,
-                      n: ti.i32, shift: ti.i32, digit_bits: ti.i32, chunk: ti.i32,
-                      chunks: ti.i32, offsets: I32Array):
+def _scatter_by_digit(
+    keys: I32Array,
+    values: I32Array,
+    keys_out: I32Array,
+    values_out: I32Array,
+    n: ti.i32,
+    shift: ti.i32,
+    digit_bits: ti.i32,
+    chunk: ti.i32,
+    chunks: ti.i32,
+    offsets: I32Array,
+):
     radix = 1 << digit_bits
     for c in range(chunks):
         end = ti.min((c + 1) * chunk, n)
@@ -49,8 +65,9 @@ def _scatter_by_digit(keys: I32Array, values: I32Array, keys_out: I32Array, valu
 
 
 @ti.kernel
-def _copy_pairs(keys: I32Array, values: I32Array, keys_out: I32Array, values_out: I32Array,
-                n: ti.i32):
+def _copy_pairs(
+    keys: I32Array, values: I32Array, keys_out: I32Array, values_out: I32Array, n: ti.i32
+):
     for i in range(n):
         keys_out[i] = keys[i]
         values_out[i] = values[i]
@@ -85,8 +102,15 @@ class StableKeySort:
         self._keys_tmp = ti.ndarray(ti.i32, shape=self.capacity)
         self._values_tmp = ti.ndarray(ti.i32, shape=self.capacity)
 
-    def __call__(self, keys: ti.Ndarray, values: ti.Ndarray, keys_out: ti.Ndarray,
-                 values_out: ti.Ndarray, n: int, key_bits: int) -> None:
+    def __call__(
+        self,
+        keys: ti.Ndarray,
+        values: ti.Ndarray,
+        keys_out: ti.Ndarray,
+        values_out: ti.Ndarray,
+        n: int,
+        key_bits: int,
+    ) -> None:
         """Sort the first n pairs by key into keys_out/values_out; keys < 2**key_bits."""
         if n > self.capacity:
             raise ValueError(f"sort of {n} elements exceeds its capacity {self.capacity}")
@@ -107,6 +131,16 @@ class StableKeySort:
             shift = p * digit_bits
             _digit_histogram(source[0], n, shift, digit_bits, chunk, chunks, self._histogram)
             self._scan(self._histogram, self._histogram, histogram_size)
-            _scatter_by_digit(source[0], source[1], target[0], target[1], n, shift, digit_bits,
-                              chunk, chunks, self._histogram)
+            _scatter_by_digit(
+                source[0],
+                source[1],
+                target[0],
+                target[1],
+                n,
+                shift,
+                digit_bits,
+                chunk,
+                chunks,
+                self._histogram,
+            )
             source = target

@@ -15,7 +15,7 @@ particles and max_j |v_ij . r_ij| / (r_ij^2 + eta^2).
 import taichi as ti
 
 from solver.config import Config
-from solver.neighbors import cell_coord, row_range
+from solver.neighbors import row_span, search_cells
 from solver.particle_kind import ParticleKind
 from solver.physics import density_diffusion, viscosity
 from solver.physics.shared_formula import taichi_func
@@ -31,7 +31,8 @@ def build_interaction(cfg: Config):
     """A Taichi kernel computing the interaction for `cfg`; its constants are compiled in."""
     gradient_factor = taichi_func(kernel_functions(cfg.physics.kernel)[1])
     h = cfg.smoothing_length
-    support2 = cfg.support_radius**2
+    support = cfg.support_radius
+    support2 = support**2
     mass = cfg.particle_mass
     c0 = cfg.sound_speed
     alpha = cfg.physics.visc_alpha
@@ -42,13 +43,23 @@ def build_interaction(cfg: Config):
     gx, gy, gz = cfg.physics.gravity
 
     @ti.kernel
-    def interact(position: ti.types.ndarray(ndim=1), velocity: ti.types.ndarray(ndim=1),
-                 density: ti.types.ndarray(ndim=1), pressure: ti.types.ndarray(ndim=1),
-                 kind: ti.types.ndarray(ndim=1), n: ti.i32, lo: ti.math.vec3, inv_cell: float,
-                 dims: ti.math.ivec3, cell_offsets: ti.types.ndarray(ndim=1),
-                 acceleration: ti.types.ndarray(ndim=1), density_rate: ti.types.ndarray(ndim=1),
-                 acceleration_norm: ti.types.ndarray(ndim=1), speed: ti.types.ndarray(ndim=1),
-                 viscous_rate: ti.types.ndarray(ndim=1)):
+    def interact(
+        position: ti.types.ndarray(ndim=1),
+        velocity: ti.types.ndarray(ndim=1),
+        density: ti.types.ndarray(ndim=1),
+        pressure: ti.types.ndarray(ndim=1),
+        kind: ti.types.ndarray(ndim=1),
+        n: ti.i32,
+        lo: ti.math.vec3,
+        inv_cell: float,
+        dims: ti.math.ivec3,
+        cell_offsets: ti.types.ndarray(ndim=1),
+        acceleration: ti.types.ndarray(ndim=1),
+        density_rate: ti.types.ndarray(ndim=1),
+        acceleration_norm: ti.types.ndarray(ndim=1),
+        speed: ti.types.ndarray(ndim=1),
+        viscous_rate: ti.types.ndarray(ndim=1),
+    ):
         gravity = ti.Vector([gx, gy, gz])
         for i in range(n):
             x_i = position[i]
@@ -59,22 +70,24 @@ def build_interaction(cfg: Config):
             acc = ti.Vector([0.0, 0.0, 0.0])
             rate = 0.0
             visc = 0.0
-            cell = cell_coord(x_i, lo, inv_cell, dims)
-            for row in range(9):
-                span = row_range(cell, row, dims, cell_offsets)
+            box = search_cells(x_i, support, lo, inv_cell, dims)
+            for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
+                span = row_span(x_i, support, cy, cz, lo, inv_cell, dims, cell_offsets)
                 for j in range(span[0], span[1]):
                     r_ij = x_i - position[j]
                     r2 = r_ij.norm_sqr()
-                    fluid_j = kind[j] == FLUID
-                    if r2 < support2 and j != i and (fluid_i or fluid_j):
-                        grad = r_ij * gradient_factor(ti.sqrt(r2), h)
+                    if r2 < support2 and j != i and (fluid_i or kind[j] == FLUID):
+                        fluid_j = kind[j] == FLUID
+                        f = gradient_factor(ti.sqrt(r2), h)
+                        grad = r_ij * f
                         v_ij = v_i - velocity[j]
                         rate += mass * v_ij.dot(grad)
                         if fluid_i:
                             rho_j = density[j]
                             v_dot_r = v_ij.dot(r_ij)
-                            pi_ij = monaghan_pi(v_dot_r, r2, 0.5 * (rho_i + rho_j), h, eta2,
-                                                alpha, c0)
+                            pi_ij = monaghan_pi(
+                                v_dot_r, r2, 0.5 * (rho_i + rho_j), h, eta2, alpha, c0
+                            )
                             acc -= mass * ((p_i + pressure[j]) / (rho_i * rho_j) + pi_ij) * grad
                             visc = ti.max(visc, ti.abs(v_dot_r) / (r2 + eta2))
                             if ti.static(diffusion != "none"):
@@ -82,10 +95,11 @@ def build_interaction(cfg: Config):
                                     difference = rho_j - rho_i
                                     if ti.static(diffusion == "fourtakas"):
                                         difference -= hydrostatic_density_difference(
-                                            -gravity.dot(r_ij), rho0, b, gamma)
+                                            -gravity.dot(r_ij), rho0, b, gamma
+                                        )
                                     rate += diffusion_pair_term(
-                                        difference, r2, gradient_factor(ti.sqrt(r2), h), rho_j,
-                                        mass, h, c0, delta, eta2)
+                                        difference, r2, f, rho_j, mass, h, c0, delta, eta2
+                                    )
             a_norm = 0.0
             v_norm = 0.0
             if fluid_i:

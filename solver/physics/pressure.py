@@ -14,8 +14,9 @@ def build_pressure(cfg: Config):
     rho0, b, gamma = cfg.physics.rho0, cfg.eos_b, cfg.physics.gamma
 
     @ti.kernel
-    def compute_pressure(density: ti.types.ndarray(ndim=1), pressure: ti.types.ndarray(ndim=1),
-                         n: ti.i32):
+    def compute_pressure(
+        density: ti.types.ndarray(ndim=1), pressure: ti.types.ndarray(ndim=1), n: ti.i32
+    ):
         for i in range(n):
             pressure[i] = tait_pressure(density[i], rho0, b, gamma)
 

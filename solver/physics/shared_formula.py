@@ -13,7 +13,12 @@ import taichi as ti
 
 def taichi_func(formula: Callable) -> Callable:
     """A ti.func running `formula`'s code; its type hints (not Taichi types) are dropped."""
-    clone = types.FunctionType(formula.__code__, formula.__globals__, formula.__name__,
-                               formula.__defaults__, formula.__closure__)
+    clone = types.FunctionType(
+        formula.__code__,
+        formula.__globals__,
+        formula.__name__,
+        formula.__defaults__,
+        formula.__closure__,
+    )
     clone.__doc__ = formula.__doc__
     return ti.func(clone)

@@ -33,7 +33,7 @@ def cubic_spline_f(r: Any, h: Any) -> Any:
     q = r / h
     sigma = 1.0 / (math.pi * h * h * h)
     inner = (q < 1.0) * (2.25 * q - 3.0)
-    outer = (q >= 1.0) * (q < 2.0) * 0.75 * (2.0 - q) ** 2 / (q + (q < 1.0))
+    outer = 0.75 * (2.0 - q) ** 2 * (q >= 1.0) * (q < 2.0) / (q + (q < 1.0))
     return sigma / (h * h) * (inner - outer)
 
 

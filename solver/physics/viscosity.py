@@ -10,8 +10,9 @@ added to the momentum equation as -sum_j m_j Pi_ij grad_i W_ij.
 from typing import Any
 
 
-def monaghan_pi(v_dot_r: Any, r2: Any, rho_mean: Any, h: float, eta2: float, alpha: float,
-                c0: float) -> Any:
+def monaghan_pi(
+    v_dot_r: Any, r2: Any, rho_mean: Any, h: float, eta2: float, alpha: float, c0: float
+) -> Any:
     """Pi_ij for one pair, zero for separating particles (arithmetic only)."""
     mu = h * v_dot_r / (r2 + eta2)
     return -alpha * c0 * mu / rho_mean * (v_dot_r < 0.0)
