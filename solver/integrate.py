@@ -23,10 +23,13 @@ import taichi as ti
 
 from solver.config import Config
 from solver.particle_kind import ParticleKind
+from solver.physics import eos
+from solver.physics.shared_formula import taichi_func
 
 FLUID = int(ParticleKind.FLUID)
 REMOVED_OUTSIDE = 1
 REMOVED_DENSITY = 2
+tait_pressure = taichi_func(eos.tait_pressure)
 
 
 def time_step(cfg: Config, a_max: float, v_max: float, visc_max: float) -> float:
@@ -42,10 +45,14 @@ def time_step(cfg: Config, a_max: float, v_max: float, visc_max: float) -> float
 
 
 def build_integrator(cfg: Config):
-    """Taichi kernels (verlet, predict, correct) for `cfg`, with its constants compiled in."""
+    """Taichi kernels (verlet, predict, correct) for `cfg`, with its constants compiled in.
+
+    Each also writes the pressure of the new density (Tait equation), ready for the next
+    interaction and for snapshots.
+    """
     lo = ti.Vector(list(cfg.domain.min))
     hi = ti.Vector(list(cfg.domain.max))
-    rho0 = cfg.physics.rho0
+    rho0, b, gamma = cfg.physics.rho0, cfg.eos_b, cfg.physics.gamma
     rho_min, rho_max = cfg.physics.rho_min, cfg.physics.rho_max
 
     @ti.func
@@ -67,6 +74,7 @@ def build_integrator(cfg: Config):
         kind: ti.types.ndarray(ndim=1),
         acceleration: ti.types.ndarray(ndim=1),
         density_rate: ti.types.ndarray(ndim=1),
+        pressure: ti.types.ndarray(ndim=1),
         removed: ti.types.ndarray(ndim=1),
         n: ti.i32,
         dt: float,
@@ -93,6 +101,7 @@ def build_integrator(cfg: Config):
             else:
                 rho_new = ti.max(rho_new, rho0)
             density[i] = rho_new
+            pressure[i] = tait_pressure(rho_new, rho0, b, gamma)
             removed[i] = flag
 
     @ti.kernel
@@ -106,6 +115,7 @@ def build_integrator(cfg: Config):
         kind: ti.types.ndarray(ndim=1),
         acceleration: ti.types.ndarray(ndim=1),
         density_rate: ti.types.ndarray(ndim=1),
+        pressure: ti.types.ndarray(ndim=1),
         removed: ti.types.ndarray(ndim=1),
         n: ti.i32,
         dt: float,
@@ -127,6 +137,7 @@ def build_integrator(cfg: Config):
             else:
                 rho_half = ti.max(rho_half, rho0)
             density[i] = rho_half
+            pressure[i] = tait_pressure(rho_half, rho0, b, gamma)
             removed[i] = flag
 
     @ti.kernel
@@ -140,6 +151,7 @@ def build_integrator(cfg: Config):
         kind: ti.types.ndarray(ndim=1),
         acceleration: ti.types.ndarray(ndim=1),
         density_rate: ti.types.ndarray(ndim=1),
+        pressure: ti.types.ndarray(ndim=1),
         removed: ti.types.ndarray(ndim=1),
         n: ti.i32,
         dt: float,
@@ -158,6 +170,7 @@ def build_integrator(cfg: Config):
             else:
                 rho_new = ti.max(rho_new, rho0)
             density[i] = rho_new
+            pressure[i] = tait_pressure(rho_new, rho0, b, gamma)
             removed[i] = flag
 
     return verlet, predict, correct

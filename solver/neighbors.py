@@ -118,6 +118,17 @@ def row_span(p, radius, cy, cz, lo, inv_cell, dims, cell_offsets: ti.template())
 
 
 @ti.kernel
+def _reset(
+    key_by_id: I32Array, capacity: ti.i32, sentinel: ti.i32, cell_offsets: I32Array, cells: ti.i32
+):
+    for i in range(ti.max(capacity, cells)):
+        if i < capacity:
+            key_by_id[i] = sentinel
+        if i < cells:
+            cell_offsets[i] = 0
+
+
+@ti.kernel
 def _assign_keys(
     position: ti.types.ndarray(ndim=1),
     ids: I32Array,
@@ -198,8 +209,7 @@ class CellGrid:
         """
         if n > self.capacity:
             raise ValueError(f"{n} particles exceed the grid's capacity {self.capacity}")
-        self.key_by_id.fill(self.sentinel)
-        self.cell_offsets.fill(0)
+        _reset(self.key_by_id, self.capacity, self.sentinel, self.cell_offsets, self.num_cells + 1)
         lo, inv_cell, dims, _ = self.kernel_args()
         _assign_keys(
             position,

@@ -34,18 +34,22 @@ from solver.output.probes import ProbeSampler, ProbeWriter
 from solver.output.progress import ProgressBar, format_duration
 from solver.particle_kind import ParticleKind
 from solver.particles import ParticleArrays
-from solver.physics.eos import tait_density
+from solver.physics.eos import tait_density, tait_pressure
 from solver.physics.interaction import build_interaction
-from solver.physics.pressure import build_pressure
 from solver.scene import Scene, build_scene
 from solver.snapshot import Snapshot
 
 
 def initial_density(cfg: Config, scene: Scene) -> np.ndarray:
-    """Hydrostatic density below the still-water level, rho0 above it (as DualSPHysics' GenCase
-    and OpenFPM start their dam breaks): rho = rho0 (rho0 |g| depth / B + 1)^(1/gamma)."""
+    """Hydrostatic density in the fluid below the still-water level, rho0 elsewhere.
+
+    As DualSPHysics' GenCase and OpenFPM start their dam breaks: rho = rho0 (rho0 |g| depth / B
+    + 1)^(1/gamma) for fluid. Boundary particles start at rho0: a wall density is not reset
+    where no fluid touches it, so a hydrostatic value on a dry floor would push the water off it.
+    """
     surface = cfg.tank.box.min[2] + cfg.water_height
     depth = np.maximum(surface - scene.position[:, 2], 0.0)
+    depth[scene.kind != ParticleKind.FLUID] = 0.0
     pressure = cfg.physics.rho0 * cfg.gravity_magnitude * depth
     return tait_density(pressure, cfg.physics.rho0, cfg.eos_b, cfg.physics.gamma)
 
@@ -60,14 +64,15 @@ class Simulation:
         self.symplectic = cfg.time.integrator == "symplectic"
         dtype = ti.f64 if cfg.physics.precision == "f64" else ti.f32
         self.particles = ParticleArrays(capacity, dtype, keep_position_prev=self.symplectic)
-        self.particles.load(self.scene.position, self.scene.kind, initial_density(cfg, self.scene))
+        density = initial_density(cfg, self.scene)
+        pressure = tait_pressure(density, cfg.physics.rho0, cfg.eos_b, cfg.physics.gamma)
+        self.particles.load(self.scene.position, self.scene.kind, density, pressure)
         self.grid = CellGrid(cfg.domain.min, cfg.domain.max, cfg.support_radius, capacity)
         from solver.parallel.reduce import Reducer
 
-        self._reducer = Reducer(capacity, dtype)
-        self._dt_inputs = ti.ndarray(dtype, shape=3)
+        self._reducer = Reducer(capacity, dtype, components=3)
+        self._dt_maxima = ti.Vector.ndarray(3, dtype, shape=1)
         self._interact = build_interaction(cfg)
-        self._pressure = build_pressure(cfg)
         self._verlet, self._predict, self._correct = build_integrator(cfg)
         self.time = 0.0
         self.steps = 0
@@ -98,7 +103,6 @@ class Simulation:
         p = self.particles
         n = self.grid.update(p.position, p.id, p.removed, p.count)
         p.reorder(self.grid.order, n)
-        self._pressure(p.density, p.pressure, n)
         lo, inv_cell, dims, offsets = self.grid.kernel_args()
         self._interact(
             p.position,
@@ -113,18 +117,14 @@ class Simulation:
             offsets,
             p.acceleration,
             p.density_rate,
-            p.acceleration_norm,
-            p.speed,
-            p.viscous_rate,
+            p.dt_terms,
         )
 
     def _next_dt(self) -> float:
         """The CFL time step from this interaction's maxima (deterministic reductions)."""
         p, n = self.particles, self.particles.count
-        self._reducer.max(p.acceleration_norm, n, self._dt_inputs, 0)
-        self._reducer.max(p.speed, n, self._dt_inputs, 1)
-        self._reducer.max(p.viscous_rate, n, self._dt_inputs, 2)
-        a_max, v_max, visc_max = (float(v) for v in self._dt_inputs.to_numpy())
+        self._reducer.max(p.dt_terms, n, self._dt_maxima)
+        a_max, v_max, visc_max = (float(v) for v in self._dt_maxima.to_numpy()[0])
         return time_step(self.cfg, a_max, v_max, visc_max)
 
     def step(self, dt_limit: float = math.inf) -> None:
@@ -144,6 +144,7 @@ class Simulation:
                 p.kind,
                 p.acceleration,
                 p.density_rate,
+                p.pressure,
                 p.removed,
                 p.count,
                 dt,
@@ -159,6 +160,7 @@ class Simulation:
                 p.kind,
                 p.acceleration,
                 p.density_rate,
+                p.pressure,
                 p.removed,
                 p.count,
                 dt,
@@ -175,6 +177,7 @@ class Simulation:
                 p.kind,
                 p.acceleration,
                 p.density_rate,
+                p.pressure,
                 p.removed,
                 p.count,
                 dt,
@@ -187,7 +190,6 @@ class Simulation:
     def snapshot(self) -> Snapshot:
         """The live particles now, with pressure from the current density."""
         p = self.particles
-        self._pressure(p.density, p.pressure, p.count)
         snap = p.snapshot(self.time, self.steps)
         keep = p.removed.to_numpy()[: p.count] == 0
         if keep.all():

@@ -135,3 +135,16 @@ def test_sum_gives_the_same_bits_every_run(on_backend):
         reducer.sum(array, len(values), out)
         results.add(out.to_numpy()[0].tobytes())
     assert len(results) == 1
+
+
+def test_vector_reduction_is_componentwise(on_backend):
+    n = 10_007
+    values = np.random.default_rng(5).standard_normal((n, 3)).astype(np.float32)
+    array = ti.Vector.ndarray(3, ti.f32, shape=n)
+    array.from_numpy(values)
+    out = ti.Vector.ndarray(3, ti.f32, shape=2)
+    reducer = Reducer(n, ti.f32, components=3)
+    reducer.max(array, n, out, 0)
+    reducer.min(array, 0, out, 1)
+    np.testing.assert_array_equal(out.to_numpy()[0], values.max(axis=0))
+    np.testing.assert_array_equal(out.to_numpy()[1], np.full(3, np.inf, np.float32))

@@ -48,18 +48,29 @@ def _store(out: ti.types.ndarray(ndim=1), out_index: ti.i32, value: float):
     out[out_index] = value
 
 
+@ti.kernel
+def _store_vector(out: ti.types.ndarray(ndim=1), out_index: ti.i32, value: float):
+    out[out_index].fill(value)
+
+
 class Reducer:
     """Sum, min and max over the first n elements of 1-D float arrays of up to `capacity`.
 
-    `dtype` (ti.f32 or ti.f64) is the element type of the arrays it reduces.
+    `dtype` (ti.f32 or ti.f64) is the element type of the arrays it reduces; with
+    `components` > 1 the elements are vectors of that length, reduced component by component
+    in one pass (several maxima for the price of one launch per level).
     """
 
-    def __init__(self, capacity: int, dtype=ti.f32) -> None:
+    def __init__(self, capacity: int, dtype=ti.f32, components: int = 1) -> None:
         self._levels: list[ti.Ndarray] = []
+        self._vector = components > 1
         size = max(int(capacity), 1)
         while size > CHUNK:
             size = (size + CHUNK - 1) // CHUNK
-            self._levels.append(ti.ndarray(dtype, shape=size))
+            if self._vector:
+                self._levels.append(ti.Vector.ndarray(components, dtype, shape=size))
+            else:
+                self._levels.append(ti.ndarray(dtype, shape=size))
         self.capacity = max(int(capacity), 1)
 
     def sum(self, values: ti.Ndarray, n: int, out: ti.Ndarray, index: int = 0) -> None:
@@ -78,7 +89,7 @@ class Reducer:
         if n > self.capacity:
             raise ValueError(f"reduction of {n} elements exceeds its capacity {self.capacity}")
         if n == 0:
-            _store(out, index, _IDENTITY[op])
+            (_store_vector if self._vector else _store)(out, index, _IDENTITY[op])
             return
         level = 0
         while n > CHUNK:

@@ -1,7 +1,7 @@
 """Exclusive prefix sum of i32 arrays of any length, multi-level and deterministic.
 
 The classic reduce-then-scan scheme (Blelloch 1990, "Prefix sums and their applications"):
-level 0 splits the input into chunks of CHUNK elements, one thread a chunk; each thread sums its
+level 0 splits the input into chunks of `chunk` elements, one thread a chunk; each thread sums its
 chunk, the chunk sums are scanned recursively, and each thread then scans its chunk again
 starting from its chunk's offset. Integer sums are exact, so the result is the same on every
 backend and every run.
@@ -9,16 +9,18 @@ backend and every run.
 
 import taichi as ti
 
-CHUNK = 32
+DEFAULT_CHUNK = 128
+"""Elements per thread: larger chunks mean fewer levels, so fewer kernel launches (which cost
+tens of microseconds each from Python), at some loss of parallelism on very large arrays."""
 
 I32Array = ti.types.ndarray(dtype=ti.i32, ndim=1)
 
 
 @ti.kernel
-def _chunk_sums(values: I32Array, n: ti.i32, sums: I32Array):
-    for chunk in range((n + CHUNK - 1) // CHUNK):
-        begin = chunk * CHUNK
-        end = ti.min(begin + CHUNK, n)
+def _chunk_sums(values: I32Array, n: ti.i32, chunk_size: ti.i32, sums: I32Array):
+    for chunk in range((n + chunk_size - 1) // chunk_size):
+        begin = chunk * chunk_size
+        end = ti.min(begin + chunk_size, n)
         total = 0
         for i in range(begin, end):
             total += values[i]
@@ -26,10 +28,10 @@ def _chunk_sums(values: I32Array, n: ti.i32, sums: I32Array):
 
 
 @ti.kernel
-def _chunk_scan(values: I32Array, out: I32Array, n: ti.i32, offsets: I32Array):
-    for chunk in range((n + CHUNK - 1) // CHUNK):
-        begin = chunk * CHUNK
-        end = ti.min(begin + CHUNK, n)
+def _chunk_scan(values: I32Array, out: I32Array, n: ti.i32, chunk_size: ti.i32, offsets: I32Array):
+    for chunk in range((n + chunk_size - 1) // chunk_size):
+        begin = chunk * chunk_size
+        end = ti.min(begin + chunk_size, n)
         running = offsets[chunk]
         for i in range(begin, end):
             value = values[i]
@@ -56,13 +58,14 @@ class ExclusiveScan:
     After a call, `total` (a 1-element ndarray) holds the sum of all elements.
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, chunk: int = DEFAULT_CHUNK) -> None:
         self.capacity = max(int(capacity), 1)
+        self.chunk = int(chunk)
         self.total = ti.ndarray(ti.i32, shape=1)
         self._levels: list[ti.Ndarray] = []
         size = self.capacity
-        while size > CHUNK:
-            size = (size + CHUNK - 1) // CHUNK
+        while size > self.chunk:
+            size = (size + self.chunk - 1) // self.chunk
             self._levels.append(ti.ndarray(ti.i32, shape=size))
 
     def __call__(self, values: ti.Ndarray, out: ti.Ndarray, n: int) -> None:
@@ -72,11 +75,11 @@ class ExclusiveScan:
         self._scan(values, out, int(n), 0)
 
     def _scan(self, values: ti.Ndarray, out: ti.Ndarray, n: int, level: int) -> None:
-        if n <= CHUNK:
+        if n <= self.chunk:
             _serial_scan(values, out, n, self.total)
             return
         sums = self._levels[level]
-        _chunk_sums(values, n, sums)
-        chunks = (n + CHUNK - 1) // CHUNK
+        _chunk_sums(values, n, self.chunk, sums)
+        chunks = (n + self.chunk - 1) // self.chunk
         self._scan(sums, sums, chunks, level + 1)
-        _chunk_scan(values, out, n, sums)
+        _chunk_scan(values, out, n, self.chunk, sums)

@@ -8,8 +8,8 @@ Dynamic boundary particles (Crespo et al. 2007, "Boundary conditions generated b
 particles in SPH methods", CMC 5) take part as neighbours of fluid particles with their own
 pressure; for themselves only the continuity equation over fluid neighbours is evaluated.
 
-The same pass records, per particle, what the time-step rule needs: |a_i| and |v_i| of fluid
-particles and max_j |v_ij . r_ij| / (r_ij^2 + eta^2).
+The same pass records in dt_terms, per particle, what the time-step rule needs: |a_i| and
+|v_i| of fluid particles and max_j |v_ij . r_ij| / (r_ij^2 + eta^2).
 """
 
 import taichi as ti
@@ -56,9 +56,7 @@ def build_interaction(cfg: Config):
         cell_offsets: ti.types.ndarray(ndim=1),
         acceleration: ti.types.ndarray(ndim=1),
         density_rate: ti.types.ndarray(ndim=1),
-        acceleration_norm: ti.types.ndarray(ndim=1),
-        speed: ti.types.ndarray(ndim=1),
-        viscous_rate: ti.types.ndarray(ndim=1),
+        dt_terms: ti.types.ndarray(ndim=1),
     ):
         gravity = ti.Vector([gx, gy, gz])
         for i in range(n):
@@ -108,8 +106,6 @@ def build_interaction(cfg: Config):
                 v_norm = v_i.norm()
             acceleration[i] = acc
             density_rate[i] = rate
-            acceleration_norm[i] = a_norm
-            speed[i] = v_norm
-            viscous_rate[i] = visc
+            dt_terms[i] = ti.Vector([a_norm, v_norm, visc])
 
     return interact

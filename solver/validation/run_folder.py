@@ -23,6 +23,7 @@ import numpy as np
 
 from solver.config import Config, ConfigError, config_to_toml, load_config
 from solver.output.files import atomic_write_text
+from solver.output.npz import read_snapshot_npz
 from solver.output.probes import ProbeWriter, read_probes
 from solver.output.vtk import PvdWriter, read_pvd, read_snapshot, write_snapshot
 from solver.snapshot import Snapshot
@@ -61,7 +62,7 @@ class RunFolder:
 
         A run folder must hold config.toml. particles.pvd is optional (a run with
         output.vtk = false writes none) but must be readable when present, and every
-        snapshot it lists must exist.
+        snapshot it lists must exist. Without it, particles_NNNNN.npz snapshots are used.
         """
         folder = Path(path)
         if not folder.exists():
@@ -87,7 +88,9 @@ class RunFolder:
                 raise RunFolderError(
                     f"{pvd}: lists {len(missing)} snapshot file(s) that do not exist: {shown}"
                 )
-            snapshots.sort(key=lambda entry: entry[0])
+        else:
+            snapshots = _npz_snapshots(folder)
+        snapshots.sort(key=lambda entry: entry[0])
         run = cls(folder, snapshots)
         _ = run.config  # load now, so that a broken config is reported on opening
         return run
@@ -154,8 +157,8 @@ class RunFolder:
                 f"{self.path}: snapshot {index} asked for, the run has {len(self._snapshots)}"
             ) from None
         try:
-            return read_snapshot(path)
-        except (OSError, ValueError) as exc:
+            return read_snapshot_npz(path) if path.suffix == ".npz" else read_snapshot(path)
+        except (OSError, ValueError, KeyError) as exc:
             raise RunFolderError(f"{path}: cannot read snapshot: {exc}") from None
 
     def snapshots(self, every: int = 1) -> Iterator[Snapshot]:
@@ -177,6 +180,18 @@ class RunFolder:
             return read_probes(file)
         except (OSError, ValueError) as exc:
             raise RunFolderError(f"{file}: cannot read: {exc}") from None
+
+
+def _npz_snapshots(folder: Path) -> list[tuple[float, Path]]:
+    """(time, path) of the .npz snapshots of a run written with output.npz and no VTK."""
+    entries = []
+    for path in sorted(folder.glob("particles_*.npz")):
+        try:
+            with np.load(path) as data:
+                entries.append((float(data["time"]), path))
+        except (OSError, ValueError, KeyError) as exc:
+            raise RunFolderError(f"{path}: cannot read snapshot: {exc}") from None
+    return entries
 
 
 def write_run_folder(
