@@ -91,6 +91,7 @@ def test_prepare_output_dir_force_clears_run_files_only(tmp_path: Path) -> None:
     run_files = [
         "particles_000000.vtp",
         "particles_000123.vtp",
+        "particles_000007.npz",
         "particles.pvd",
         "probes.csv",
         "config.toml",
@@ -106,7 +107,7 @@ def test_prepare_output_dir_force_clears_run_files_only(tmp_path: Path) -> None:
     remaining = sorted(p.name for p in tmp_path.iterdir())
     assert remaining == sorted([*kept, "figures"])
     assert (tmp_path / "figures" / "probes.csv").exists()
-    assert len(RUN_FILE_PATTERNS) == 5
+    assert len(RUN_FILE_PATTERNS) == 6
 
 
 def test_prepare_output_dir_rejects_a_file(tmp_path: Path) -> None:
