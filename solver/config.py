@@ -46,6 +46,7 @@ __all__ = [
     "HeightGauge",
     "KeySpec",
     "ObstacleConfig",
+    "NeighborsConfig",
     "OutputConfig",
     "PhysicsConfig",
     "PressureSensor",
@@ -155,6 +156,7 @@ SECTIONS: dict[str, str] = {
     "fluid": "Blocks of water at rest at t = 0 (array of tables, at least one).",
     "obstacle": "Fixed boxes inside the tank (array of tables, any number).",
     "physics": "Weakly compressible SPH model.",
+    "neighbors": "Neighbour search.",
     "time": "Time integration and output times.",
     "output": "What is written.",
     "probes.height": "Water-height gauges: vertical lines at (x, y) (array of tables).",
@@ -222,6 +224,11 @@ SCHEMA: tuple[KeySpec, ...] = (
             lo=0.0, hi=1.0, lo_open=True),
     KeySpec("time", "dt_min", "float", "s", 1e-5, "Smallest time step allowed.",
             lo=0.0, lo_open=True),
+    KeySpec("neighbors", "skin", "float", "-", None,
+            "Extra search distance, as a fraction of the support 2H: particles are re-sorted "
+            "into cells only when one may have moved farther than this since the last sort "
+            "(0: sort every step). Verlet only; symplectic sorts before each interaction.",
+            lo=0.0, hi=1.0, auto="0 on the cpu backend, 0.1 on GPU backends"),
     KeySpec("output", "vtk", "bool", "-", True, "Write particles_NNNNN.vtp snapshots."),
     KeySpec("output", "npz", "bool", "-", False,
             "Also write particles_NNNNN.npz snapshots (numpy; for machines without vtk)."),
@@ -360,6 +367,13 @@ class PhysicsConfig:
 
 
 @dataclass(frozen=True)
+class NeighborsConfig:
+    """Neighbour search; `skin` None means the backend's default (see SCHEMA)."""
+
+    skin: float | None = _default("neighbors", "skin")
+
+
+@dataclass(frozen=True)
 class TimeConfig:
     """Time integration and output times."""
 
@@ -396,6 +410,7 @@ class Config:
     fluid_blocks: tuple[Box, ...]
     obstacles: tuple[ObstacleConfig, ...]
     physics: PhysicsConfig
+    neighbors: NeighborsConfig
     time: TimeConfig
     output: OutputConfig
     probes: ProbesConfig
@@ -720,6 +735,7 @@ class _Builder:
             for i, t in enumerate(self.array("obstacle"))
         )
         physics = PhysicsConfig(**self.fields("physics"))
+        neighbors = NeighborsConfig(**self.fields("neighbors"))
         time = TimeConfig(**self.fields("time"))
         output = OutputConfig(**self.fields("output"))
         probes = ProbesConfig(
@@ -761,6 +777,7 @@ class _Builder:
             fluid_blocks=fluid,
             obstacles=obstacles,
             physics=physics,
+            neighbors=neighbors,
             time=time,
             output=output,
             probes=probes,
@@ -959,7 +976,12 @@ def config_to_toml(cfg: Config) -> str:
         lines += _toml_lines(
             "obstacle", {"min": ob.box.min, "max": ob.box.max, "hollow": ob.hollow}, array=True
         )
-    for section, obj in (("physics", cfg.physics), ("time", cfg.time), ("output", cfg.output)):
+    for section, obj in (
+        ("physics", cfg.physics),
+        ("neighbors", cfg.neighbors),
+        ("time", cfg.time),
+        ("output", cfg.output),
+    ):
         lines += _toml_lines(section, {k: getattr(obj, k) for k in _keys_of(section)})
     for gauge in cfg.probes.heights:
         lines += _toml_lines(

@@ -14,7 +14,8 @@ Dynamic boundary particles (Crespo et al. 2007) stay still and integrate only th
 clamped to rho0 from below as OpenFPM and DualSPHysics do. A fluid particle is flagged for
 removal when it leaves the domain or its density leaves [rho_min, rho_max] (DualSPHysics'
 "excluded" particles), with the reason (REMOVED_OUTSIDE, REMOVED_DENSITY) in its `removed`
-flag; the next neighbour-grid update drops it and counts it by reason. NaN fails both tests.
+flag; it stays frozen and out of every interaction until the next neighbour-grid sort drops it
+and counts it by reason. NaN fails both tests.
 """
 
 import math
@@ -81,6 +82,8 @@ def build_integrator(cfg: Config):
         euler: ti.i32,
     ):
         for i in range(n):
+            if removed[i] != 0:
+                continue
             rho = density[i]
             rho_new = density_prev[i] + 2.0 * dt * density_rate[i]
             if euler:

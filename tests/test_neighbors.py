@@ -14,6 +14,7 @@ def _collect(
     position: ti.types.ndarray(ndim=1),
     n: ti.i32,
     radius: float,
+    search: float,
     lo: ti.math.vec3,
     inv_cell: float,
     dims: ti.math.ivec3,
@@ -22,10 +23,10 @@ def _collect(
     counts: ti.types.ndarray(ndim=1),
 ):
     for i in range(n):
-        box = search_cells(position[i], radius, lo, inv_cell, dims)
+        box = search_cells(position[i], search, lo, inv_cell, dims)
         count = 0
         for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
-            span = row_span(position[i], radius, cy, cz, lo, inv_cell, dims, cell_offsets)
+            span = row_span(position[i], search, cy, cz, lo, inv_cell, dims, cell_offsets)
             for j in range(span[0], span[1]):
                 if j != i and (position[i] - position[j]).norm_sqr() < radius * radius:
                     if count < MAX_NEIGHBOURS:
@@ -53,7 +54,9 @@ def _grid_neighbours(points: np.ndarray, lo, hi, radius: float, removed=None):
     neighbours = ti.ndarray(ti.i32, shape=(n, MAX_NEIGHBOURS))
     counts = ti.ndarray(ti.i32, shape=n)
     lo_v, inv_cell, dims, offsets = grid.kernel_args()
-    _collect(sorted_position, kept, radius, lo_v, inv_cell, dims, offsets, neighbours, counts)
+    _collect(
+        sorted_position, kept, radius, radius, lo_v, inv_cell, dims, offsets, neighbours, counts
+    )
     counts_np, lists = counts.to_numpy()[:kept], neighbours.to_numpy()[:kept]
     assert counts_np.max(initial=0) <= MAX_NEIGHBOURS
     sets = {int(order[i]): {int(order[j]) for j in lists[i, : counts_np[i]]} for i in range(kept)}
@@ -134,3 +137,31 @@ def test_update_is_bitwise_repeatable(on_backend):
 def test_grid_rejects_bad_boxes():
     with pytest.raises(ValueError):
         CellGrid((0, 0, 0), (1, 0, 1), 0.1, 10)
+
+
+def test_search_beyond_the_support_finds_neighbours_that_moved_since_the_sort(on_backend):
+    """Between sorts a particle may have left the cell it was filed in; a search reaching
+    `skin` further finds it as long as it moved less than the skin. Particle j is filed at
+    x = 0.605 (cell 12 of 0.05), then moves to 0.59, within the support 0.1 of i at 0.498:
+    a search of radius 0.1 around i stops at cell 11 and misses j, one of 0.12 finds it."""
+    points = np.array([[0.498, 0.5, 0.5], [0.605, 0.5, 0.5]])
+    grid = CellGrid((0, 0, 0), (1, 1, 1), 0.1, 2)
+    position = ti.Vector.ndarray(3, ti.f32, shape=2)
+    position.from_numpy(points.astype(np.float32))
+    ids = ti.ndarray(ti.i32, shape=2)
+    ids.from_numpy(np.arange(2, dtype=np.int32))
+    flags = ti.ndarray(ti.i32, shape=2)
+    flags.fill(0)
+    assert grid.update(position, ids, flags, 2) == 2
+    np.testing.assert_array_equal(grid.order.to_numpy(), [0, 1])
+    moved = points.copy()
+    moved[1, 0] = 0.59
+    position.from_numpy(moved.astype(np.float32))
+    lo, inv_cell, dims, offsets = grid.kernel_args()
+    found = []
+    for search in (0.1, 0.12):
+        neighbours = ti.ndarray(ti.i32, shape=(2, MAX_NEIGHBOURS))
+        counts = ti.ndarray(ti.i32, shape=2)
+        _collect(position, 2, 0.1, search, lo, inv_cell, dims, offsets, neighbours, counts)
+        found.append(int(counts.to_numpy()[0]))
+    assert found == [0, 1]

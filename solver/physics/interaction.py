@@ -27,12 +27,16 @@ diffusion_pair_term = taichi_func(density_diffusion.diffusion_pair_term)
 hydrostatic_density_difference = taichi_func(density_diffusion.hydrostatic_density_difference)
 
 
-def build_interaction(cfg: Config):
-    """A Taichi kernel computing the interaction for `cfg`; its constants are compiled in."""
+def build_interaction(cfg: Config, skin: float = 0.0):
+    """A Taichi kernel computing the interaction for `cfg`; its constants are compiled in.
+
+    Candidates are searched within (1 + skin) 2H (see Simulation's sort schedule); particles
+    flagged for removal take no part until the next sort drops them.
+    """
     gradient_factor = taichi_func(kernel_functions(cfg.physics.kernel)[1])
     h = cfg.smoothing_length
-    support = cfg.support_radius
-    support2 = support**2
+    support2 = cfg.support_radius**2
+    search_radius = cfg.support_radius * (1.0 + skin)
     mass = cfg.particle_mass
     c0 = cfg.sound_speed
     alpha = cfg.physics.visc_alpha
@@ -49,6 +53,7 @@ def build_interaction(cfg: Config):
         density: ti.types.ndarray(ndim=1),
         pressure: ti.types.ndarray(ndim=1),
         kind: ti.types.ndarray(ndim=1),
+        removed: ti.types.ndarray(ndim=1),
         n: ti.i32,
         lo: ti.math.vec3,
         inv_cell: float,
@@ -68,39 +73,46 @@ def build_interaction(cfg: Config):
             acc = ti.Vector([0.0, 0.0, 0.0])
             rate = 0.0
             visc = 0.0
-            box = search_cells(x_i, support, lo, inv_cell, dims)
-            for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
-                span = row_span(x_i, support, cy, cz, lo, inv_cell, dims, cell_offsets)
-                for j in range(span[0], span[1]):
-                    r_ij = x_i - position[j]
-                    r2 = r_ij.norm_sqr()
-                    if r2 < support2 and j != i and (fluid_i or kind[j] == FLUID):
-                        fluid_j = kind[j] == FLUID
-                        f = gradient_factor(ti.sqrt(r2), h)
-                        grad = r_ij * f
-                        v_ij = v_i - velocity[j]
-                        rate += mass * v_ij.dot(grad)
-                        if fluid_i:
-                            rho_j = density[j]
-                            v_dot_r = v_ij.dot(r_ij)
-                            pi_ij = monaghan_pi(
-                                v_dot_r, r2, 0.5 * (rho_i + rho_j), h, eta2, alpha, c0
-                            )
-                            acc -= mass * ((p_i + pressure[j]) / (rho_i * rho_j) + pi_ij) * grad
-                            visc = ti.max(visc, ti.abs(v_dot_r) / (r2 + eta2))
-                            if ti.static(diffusion != "none"):
-                                if fluid_j:
-                                    difference = rho_j - rho_i
-                                    if ti.static(diffusion == "fourtakas"):
-                                        difference -= hydrostatic_density_difference(
-                                            -gravity.dot(r_ij), rho0, b, gamma
+            active = removed[i] == 0
+            if active:
+                box = search_cells(x_i, search_radius, lo, inv_cell, dims)
+                for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
+                    span = row_span(x_i, search_radius, cy, cz, lo, inv_cell, dims, cell_offsets)
+                    for j in range(span[0], span[1]):
+                        r_ij = x_i - position[j]
+                        r2 = r_ij.norm_sqr()
+                        if (
+                            r2 < support2
+                            and j != i
+                            and removed[j] == 0
+                            and (fluid_i or kind[j] == FLUID)
+                        ):
+                            fluid_j = kind[j] == FLUID
+                            f = gradient_factor(ti.sqrt(r2), h)
+                            grad = r_ij * f
+                            v_ij = v_i - velocity[j]
+                            rate += mass * v_ij.dot(grad)
+                            if fluid_i:
+                                rho_j = density[j]
+                                v_dot_r = v_ij.dot(r_ij)
+                                pi_ij = monaghan_pi(
+                                    v_dot_r, r2, 0.5 * (rho_i + rho_j), h, eta2, alpha, c0
+                                )
+                                acc -= mass * ((p_i + pressure[j]) / (rho_i * rho_j) + pi_ij) * grad
+                                visc = ti.max(visc, ti.abs(v_dot_r) / (r2 + eta2))
+                                if ti.static(diffusion != "none"):
+                                    if fluid_j:
+                                        difference = rho_j - rho_i
+                                        if ti.static(diffusion == "fourtakas"):
+                                            difference -= hydrostatic_density_difference(
+                                                -gravity.dot(r_ij), rho0, b, gamma
+                                            )
+                                        rate += diffusion_pair_term(
+                                            difference, r2, f, rho_j, mass, h, c0, delta, eta2
                                         )
-                                    rate += diffusion_pair_term(
-                                        difference, r2, f, rho_j, mass, h, c0, delta, eta2
-                                    )
             a_norm = 0.0
             v_norm = 0.0
-            if fluid_i:
+            if fluid_i and active:
                 acc += gravity
                 a_norm = acc.norm()
                 v_norm = v_i.norm()
