@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
@@ -42,46 +43,23 @@ def _run(args: argparse.Namespace) -> int:
     return run_command(args)
 
 
-def _add_compare(commands: argparse._SubParsersAction) -> None:
-    from solver.validation.compare import add_arguments
-
-    parser = commands.add_parser(
-        "compare",
-        help="compare two runs (e.g. GPU against CPU)",
-        description="Compare two run folders particle by particle and in macroscopic quantities.",
-    )
-    add_arguments(parser)
-    parser.set_defaults(handler=lambda args: _call("solver.validation.compare", args))
-
-
-def _add_validate(commands: argparse._SubParsersAction) -> None:
-    from solver.validation.experiments import add_arguments
-
-    parser = commands.add_parser(
-        "validate",
-        help="compare a case with experimental data",
-        description="Run (or read) a reference case and compare it with experiments.",
-    )
-    add_arguments(parser)
-    parser.set_defaults(handler=lambda args: _call("solver.validation.experiments", args))
+TOOLS = (
+    ("compare", "solver.validation.compare", "compare two runs (e.g. GPU against CPU)",
+     "Compare two run folders particle by particle and in macroscopic quantities."),
+    ("validate", "solver.validation.experiments", "compare a case with experimental data",
+     "Run (or read) a reference case and compare it with experiments."),
+    ("render", "solver.validation.render", "draw PNG frames and a GIF of a run",
+     "Render a run's snapshots to PNG frames and an animated GIF, without ParaView."),
+)  # fmt: skip
+"""(command, module, help, description): each module has add_arguments(parser) and main(args)."""
 
 
-def _add_render(commands: argparse._SubParsersAction) -> None:
-    from solver.validation.render import add_arguments
-
-    parser = commands.add_parser(
-        "render",
-        help="draw PNG frames and a GIF of a run",
-        description="Render a run's snapshots to PNG frames and an animated GIF, without ParaView.",
-    )
-    add_arguments(parser)
-    parser.set_defaults(handler=lambda args: _call("solver.validation.render", args))
-
-
-def _call(module: str, args: argparse.Namespace) -> int:
-    import importlib
-
-    return int(importlib.import_module(module).main(args))
+def _add_tool(
+    commands: argparse._SubParsersAction, name: str, module: str, help_text: str, description: str
+) -> None:
+    parser = commands.add_parser(name, help=help_text, description=description)
+    importlib.import_module(module).add_arguments(parser)
+    parser.set_defaults(handler=lambda args: int(importlib.import_module(module).main(args)))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,9 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_run(commands)
-    _add_compare(commands)
-    _add_validate(commands)
-    _add_render(commands)
+    for tool in TOOLS:
+        _add_tool(commands, *tool)
     return parser
 
 

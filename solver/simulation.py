@@ -167,37 +167,12 @@ class Simulation:
         # Verlet moves a particle by dt v + dt^2 a / 2 at most.
         self.moved += dt * v_max + 0.5 * dt * dt * a_max
         if self.symplectic:
-            self._predict(
-                p.position,
-                p.velocity,
-                p.density,
-                p.position_prev,
-                p.velocity_prev,
-                p.density_prev,
-                p.kind,
-                p.acceleration,
-                p.density_rate,
-                p.pressure,
-                p.removed,
-                p.count,
-                dt,
-            )
+            arrays = (p.position, p.velocity, p.density, p.position_prev, p.velocity_prev,
+                      p.density_prev, p.kind, p.acceleration, p.density_rate, p.pressure,
+                      p.removed)  # fmt: skip
+            self._predict(*arrays, p.count, dt)
             self._update_neighbours_and_forces()
-            self._correct(
-                p.position,
-                p.velocity,
-                p.density,
-                p.position_prev,
-                p.velocity_prev,
-                p.density_prev,
-                p.kind,
-                p.acceleration,
-                p.density_rate,
-                p.pressure,
-                p.removed,
-                p.count,
-                dt,
-            )
+            self._correct(*arrays, p.count, dt)
         else:
             every = self.cfg.time.verlet_euler_every
             euler = int(self.steps % every == every - 1)

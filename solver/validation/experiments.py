@@ -265,6 +265,18 @@ def column_collapse_series(
     return series
 
 
+_TABLE_COLUMNS = [
+    "comparison",
+    "rows used",
+    "mean abs err (raw)",
+    "max abs err (raw)",
+    "offset applied",
+    "mean abs err (shifted)",
+    "max abs err (shifted)",
+]
+"""Columns of the column-collapse report's tables."""
+
+
 def _collapse_report_rows(results: dict[str, dict[str, Any]], unit: str) -> list[list[Any]]:
     """Table rows: raw and shifted errors of each comparison."""
     rows = []
@@ -417,15 +429,7 @@ def validate_column_collapse(
         f"1 T = {seconds_per_T:.4g} s). The raw columns apply no offset.",
         "",
         markdown_table(
-            [
-                "comparison",
-                "rows used",
-                "mean abs err (raw)",
-                "max abs err (raw)",
-                "offset applied",
-                "mean abs err (shifted)",
-                "max abs err (shifted)",
-            ],
+            _TABLE_COLUMNS,
             _collapse_report_rows(fronts, "T"),
         ),
         "",
@@ -438,15 +442,7 @@ def validate_column_collapse(
         + (' ("gauge": the run\'s height gauge there).' if len(heights) > 1 else "."),
         "",
         markdown_table(
-            [
-                "comparison",
-                "rows used",
-                "mean abs err (raw)",
-                "max abs err (raw)",
-                "offset applied",
-                "mean abs err (shifted)",
-                "max abs err (shifted)",
-            ],
+            _TABLE_COLUMNS,
             _collapse_report_rows(heights, "tau"),
         ),
         "",
@@ -458,15 +454,7 @@ def validate_column_collapse(
         "thicker than the band) rather than arriving late.",
         "",
         markdown_table(
-            [
-                "comparison",
-                "rows used",
-                "mean abs err (raw)",
-                "max abs err (raw)",
-                "offset applied",
-                "mean abs err (shifted)",
-                "max abs err (shifted)",
-            ],
+            _TABLE_COLUMNS,
             _collapse_report_rows(diagnostics, "T"),
         ),
         "",
