@@ -157,6 +157,14 @@ class Simulation:
         a_max, v_max, visc_max = (float(v) for v in self._dt_maxima.to_numpy()[0])
         return a_max, v_max, visc_max
 
+    def _symplectic_arrays(self) -> tuple:
+        """The arrays of the predictor and corrector kernels, as they are now (a sort swaps
+        each state array with its spare)."""
+        p = self.particles
+        return (p.position, p.velocity, p.density, p.position_prev, p.velocity_prev,
+                p.density_prev, p.kind, p.acceleration, p.density_rate, p.pressure,
+                p.removed)  # fmt: skip
+
     def step(self, dt_limit: float = math.inf) -> None:
         """Advance one time step: the CFL step, shortened to `dt_limit` when that is smaller
         (so a run lands exactly on its output times)."""
@@ -167,12 +175,9 @@ class Simulation:
         # Verlet moves a particle by dt v + dt^2 a / 2 at most.
         self.moved += dt * v_max + 0.5 * dt * dt * a_max
         if self.symplectic:
-            arrays = (p.position, p.velocity, p.density, p.position_prev, p.velocity_prev,
-                      p.density_prev, p.kind, p.acceleration, p.density_rate, p.pressure,
-                      p.removed)  # fmt: skip
-            self._predict(*arrays, p.count, dt)
-            self._update_neighbours_and_forces()
-            self._correct(*arrays, p.count, dt)
+            self._predict(*self._symplectic_arrays(), p.count, dt)
+            self._update_neighbours_and_forces()  # re-sorts: the arrays are swapped
+            self._correct(*self._symplectic_arrays(), p.count, dt)
         else:
             every = self.cfg.time.verlet_euler_every
             euler = int(self.steps % every == every - 1)
