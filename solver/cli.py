@@ -38,7 +38,7 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from solver.simulation import run_command
+    from solver.run import run_command
 
     return run_command(args)
 

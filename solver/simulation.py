@@ -1,37 +1,17 @@
-"""The time loop and the `dambreak run` job: config -> scene -> device arrays -> steps, with
-observers (snapshots, probes, progress) reading the state at chosen times.
-"""
+"""The simulation: a case's particles on the running Taichi backend and the time step that
+advances them (neighbour sort when needed, interaction, CFL time step, integration)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import platform
-import sys
-import time as wallclock
-import traceback
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import taichi as ti
 
-from solver import __version__
-from solver.backend import (
-    BackendError,
-    BackendInfo,
-    check_capabilities,
-    resolve_backend,
-    start_backend,
-)
-from solver.config import Config, ConfigError, config_to_toml, load_config
+from solver.config import Config
 from solver.integrate import REMOVED_DENSITY, REMOVED_OUTSIDE, build_integrator, time_step
 from solver.neighbors import CellGrid
-from solver.output.files import OutputExistsError, atomic_write_text, prepare_output_dir
-from solver.output.npz import write_snapshot_npz
-from solver.output.probes import ProbeSampler, ProbeWriter
-from solver.output.progress import ProgressBar, format_duration
+from solver.parallel.reduce import Reducer
 from solver.particle_kind import ParticleKind
 from solver.particles import ParticleArrays
 from solver.physics.eos import tait_density, tait_pressure
@@ -77,8 +57,6 @@ class Simulation:
         pressure = tait_pressure(density, cfg.physics.rho0, cfg.eos_b, cfg.physics.gamma)
         self.particles.load(self.scene.position, self.scene.kind, density, pressure)
         self.grid = CellGrid(cfg.domain.min, cfg.domain.max, cfg.support_radius, capacity)
-        from solver.parallel.reduce import Reducer
-
         self._reducer = Reducer(capacity, dtype, components=3)
         self._dt_maxima = ti.Vector.ndarray(3, dtype, shape=1)
         self.skin = resolve_skin(cfg)
@@ -217,211 +195,3 @@ class Simulation:
             snap.kind[keep],
             snap.id[keep],
         )
-
-
-@dataclass
-class Schedule:
-    """Times k * interval (k = 0, 1, ...) at which an observer looks."""
-
-    interval: float
-    index: int = 0
-
-    @property
-    def next_time(self) -> float:
-        """The next scheduled time."""
-        return self.index * self.interval
-
-    def due(self, time: float) -> bool:
-        """Whether the next scheduled time has been reached (within a relative 1e-9)."""
-        return time >= self.index * self.interval * (1.0 - 1e-9)
-
-    def advance(self, time: float) -> None:
-        """Move past every scheduled time up to `time`."""
-        while self.due(time):
-            self.index += 1
-
-
-class RunObservers:
-    """Snapshots (VTK + .pvd, and/or .npz) and probes written into a run folder."""
-
-    def __init__(self, cfg: Config, out_dir: Path) -> None:
-        self.cfg = cfg
-        self.out_dir = out_dir
-        self.snapshots_written = 0
-        self._pvd = None
-        if cfg.output.vtk:
-            from solver.output.vtk import PvdWriter
-
-            self._pvd = PvdWriter(out_dir / "particles.pvd")
-        self._sampler = ProbeSampler(
-            cfg.probes,
-            smoothing_length=cfg.smoothing_length,
-            kernel=cfg.physics.kernel,
-            particle_mass=cfg.particle_mass,
-            rho0=cfg.physics.rho0,
-            z_range=(cfg.tank.box.min[2], cfg.tank.box.max[2]),
-            dp=cfg.dp,
-        )
-        self._probes = ProbeWriter(out_dir / "probes.csv", self._sampler.names)
-        self.snapshot_schedule = Schedule(cfg.time.output_interval)
-        self.probe_schedule = Schedule(cfg.probe_interval)
-
-    def wants(self, time: float) -> bool:
-        """Whether any observer is due at `time`."""
-        return self.snapshot_schedule.due(time) or self.probe_schedule.due(time)
-
-    def next_time(self) -> float:
-        """The next time an observer wants to look at."""
-        return min(self.snapshot_schedule.next_time, self.probe_schedule.next_time)
-
-    def observe(self, snap: Snapshot) -> None:
-        """Write what is due at the snapshot's time."""
-        if self.snapshot_schedule.due(snap.time):
-            stem = f"particles_{self.snapshots_written:05d}"
-            if self._pvd is not None:
-                from solver.output.vtk import write_snapshot
-
-                write_snapshot(self.out_dir / f"{stem}.vtp", snap)
-                self._pvd.add(snap.time, f"{stem}.vtp")
-            if self.cfg.output.npz:
-                write_snapshot_npz(self.out_dir / f"{stem}.npz", snap)
-            self.snapshots_written += 1
-            self.snapshot_schedule.advance(snap.time)
-        if self.probe_schedule.due(snap.time):
-            if self._sampler.names:
-                self._probes.write(snap.time, self._sampler.sample(snap))
-            self.probe_schedule.advance(snap.time)
-
-    def close(self) -> None:
-        """Flush and close the probe file."""
-        self._probes.close()
-
-
-def _print(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def run_simulation(
-    cfg: Config,
-    out_dir: Path,
-    *,
-    backend: str = "auto",
-    threads: int | None = None,
-    force: bool = False,
-    show_progress: bool = True,
-) -> dict:
-    """Run `cfg` on `backend`, writing snapshots, probes, config and summary into out_dir.
-
-    Checks what can be checked (backend capabilities, the output folder) before anything is
-    written. Returns the summary, also saved as summary.json.
-    """
-    out_dir = Path(out_dir)
-    if backend != "auto":
-        check_capabilities(backend, cfg.physics.precision, threads)
-    prepare_output_dir(out_dir, force)
-    info = start_backend(backend, cfg.physics.precision, threads)
-    started = wallclock.perf_counter()
-    sim = Simulation(cfg)
-    counts = sim.scene.counts()
-    _print(
-        f"dambreak {__version__}: case {cfg.name} on {info.name} ({info.device}), {info.precision}"
-    )
-    _print(
-        "particles: "
-        + ", ".join(f"{v} {k.lower()}" for k, v in counts.items())
-        + f", {len(sim.scene.kind)} in all"
-    )
-    atomic_write_text(out_dir / "config.toml", config_to_toml(cfg))
-
-    observers = RunObservers(cfg, out_dir)
-    observers.observe(sim.snapshot())
-    progress = ProgressBar(cfg.time.end) if show_progress else None
-    first_step_s = 0.0
-    particle_steps = 0
-    loop_started = wallclock.perf_counter()
-    try:
-        while sim.time < cfg.time.end * (1.0 - 1e-12):
-            step_started = wallclock.perf_counter()
-            sim.step(dt_limit=min(observers.next_time(), cfg.time.end) - sim.time)
-            if sim.steps == 1:
-                ti.sync()
-                first_step_s = wallclock.perf_counter() - step_started
-            else:
-                particle_steps += sim.count
-            if not math.isfinite(sim.dt) or sim.count == 0:
-                raise FloatingPointError(f"simulation broke down at t = {sim.time:.6g} s")
-            if observers.wants(sim.time) or sim.time >= cfg.time.end * (1.0 - 1e-12):
-                observers.observe(sim.snapshot())
-            if progress is not None:
-                progress.update(sim.time, sim.steps, sim.dt, sim.count)
-    finally:
-        if progress is not None:
-            progress.close()
-        observers.close()
-    ti.sync()
-    loop_s = wallclock.perf_counter() - loop_started
-    steady_s = max(loop_s - first_step_s, 1e-12)
-    fluid_end = int(np.count_nonzero(sim.snapshot().kind == ParticleKind.FLUID))
-    summary = {
-        "case": cfg.name,
-        "config": cfg.source,
-        "dambreak_version": __version__,
-        "backend": info.name,
-        "device": info.device,
-        "precision": info.precision,
-        "threads": info.threads,
-        "taichi_version": info.taichi_version,
-        "python_version": platform.python_version(),
-        "particles": {k.lower(): v for k, v in counts.items()} | {"total": len(sim.scene.kind)},
-        "steps": sim.steps,
-        "simulated_time": sim.time,
-        "wall_time_s": wallclock.perf_counter() - started,
-        "compile_time_s": first_step_s,
-        "particle_steps_per_second": particle_steps / steady_s if sim.steps > 1 else 0.0,
-        "mass_initial": sim.initial_fluid * cfg.particle_mass,
-        "mass_final": fluid_end * cfg.particle_mass,
-        "removed": sim.removed,
-        "removed_by_reason": sim.removed_by_reason(),
-        "neighbor_skin": sim.skin,
-        "sorts": sim.sorts,
-        "snapshots": observers.snapshots_written,
-        "snapshot_formats": [f for f in ("vtk", "npz") if getattr(cfg.output, f)],
-    }
-    atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
-    _print(
-        f"done: {sim.steps} steps to t = {sim.time:.4g} s "
-        f"in {format_duration(summary['wall_time_s'])}"
-        f" (compile {first_step_s:.1f} s), {summary['particle_steps_per_second']:.3g} "
-        f"particle-steps/s, {sim.removed} removed; output in {out_dir}"
-    )
-    return summary
-
-
-def run_command(args: argparse.Namespace) -> int:
-    """`dambreak run`: exit 0 on success, 2 for bad input, 1 when the run fails."""
-    try:
-        cfg = load_config(args.config, args.overrides)
-        out_dir = Path(args.out) if args.out else cfg.output_dir
-        run_simulation(cfg, out_dir, backend=args.backend, threads=args.threads, force=args.force)
-    except (ConfigError, BackendError, OutputExistsError, NotADirectoryError) as error:
-        _print(f"dambreak run: error: {error}")
-        return 2
-    except KeyboardInterrupt:
-        _print("dambreak run: interrupted; the output folder holds what was written so far")
-        return 130
-    except Exception as error:  # noqa: BLE001 - report any failure of the run itself
-        traceback.print_exc()
-        _print(f"dambreak run: failed: {error}")
-        return 1
-    return 0
-
-
-__all__ = [
-    "BackendInfo",
-    "Schedule",
-    "Simulation",
-    "initial_density",
-    "resolve_backend",
-    "run_command",
-    "run_simulation",
-]

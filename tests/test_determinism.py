@@ -16,7 +16,7 @@ import pytest
 from solver.backend import BackendError
 from solver.config import load_config
 from solver.output.vtk import read_pvd, read_snapshot
-from solver.simulation import run_simulation
+from solver.run import run_simulation
 from solver.snapshot import Snapshot
 
 ROOT = Path(__file__).resolve().parents[1]

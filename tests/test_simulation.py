@@ -25,7 +25,8 @@ from solver.config import Config, load_config
 from solver.output.probes import read_probes
 from solver.output.vtk import read_pvd, read_snapshot, write_snapshot
 from solver.particle_kind import ParticleKind
-from solver.simulation import Simulation, run_command, run_simulation
+from solver.run import run_command, run_simulation
+from solver.simulation import Simulation
 from solver.snapshot import Snapshot
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -170,9 +170,9 @@ def test_without_run_the_case_is_run_first(tmp_path: Path, monkeypatch: pytest.M
         collapse_run(out_dir)
         return {}
 
-    fake = types.ModuleType("solver.simulation")
+    fake = types.ModuleType("solver.run")
     fake.run_simulation = run_simulation  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "solver.simulation", fake)
+    monkeypatch.setitem(sys.modules, "solver.run", fake)
     monkeypatch.chdir(tmp_path)
     args = ["validate", "column_collapse", "--backend", "cpu", "--set", "time.end=0.3"]
     assert dambreak(args) == 0

@@ -870,7 +870,7 @@ def _run_case(args: argparse.Namespace) -> Path:
     from solver.config import load_config
 
     cfg = load_config(CONFIG_DIR / f"{args.case}.toml", args.overrides)
-    from solver.simulation import run_simulation  # the solver; imported only when running
+    from solver.run import run_simulation  # imported only when running a case
 
     out_dir = cfg.output_dir
     run_simulation(cfg, out_dir, backend=args.backend, threads=args.threads, force=args.force)
@@ -899,17 +899,7 @@ def main(args: argparse.Namespace) -> int:
         if args.run:
             run_dir = Path(args.run)
         else:
-            try:
-                run_dir = _run_case(args)
-            except ModuleNotFoundError as exc:
-                if exc.name != "solver.simulation":
-                    raise
-                print(
-                    "dambreak validate: the solver (solver.simulation) is not available "
-                    "here; validate an existing run with --run DIR",
-                    file=sys.stderr,
-                )
-                return 2
+            run_dir = _run_case(args)
         run = RunFolder.open(run_dir)
         if run.config.name != args.case:
             print(
