@@ -186,6 +186,12 @@ class CellGrid:
         self.dropped.fill(0)
         self._sort = StableKeySort(cap)
         self._scan = ExclusiveScan(self.num_cells + 1)
+        self._kernel_args = (
+            ti.Vector(self.lo.tolist()),
+            self.inv_cell,
+            ti.Vector([int(d) for d in self.dims], dt=ti.i32),
+            self.cell_offsets,
+        )
 
     @property
     def inv_cell(self) -> float:
@@ -194,12 +200,7 @@ class CellGrid:
 
     def kernel_args(self) -> tuple:
         """(lo, inv_cell, dims, cell_offsets), the grid arguments of a physics kernel."""
-        return (
-            ti.Vector(self.lo.tolist()),
-            self.inv_cell,
-            ti.Vector([int(d) for d in self.dims], dt=ti.i32),
-            self.cell_offsets,
-        )
+        return self._kernel_args
 
     def update(self, position: ti.Ndarray, ids: ti.Ndarray, removed: ti.Ndarray, n: int) -> int:
         """Sort the first n particles by (cell, id), dropping those with removed[i] != 0.
