@@ -871,17 +871,20 @@ class _Builder:
         if t.output_interval > t.end:
             raise self.error(
                 "time.output_interval",
-                f"= {t.output_interval:g} is longer than time.end = {t.end:g}",
+                f"{t.output_interval:g} is longer than time.end = {t.end:g}; allowed: at most "
+                "time.end",
             )
         if t.dt_min >= t.output_interval:
             raise self.error(
                 "time.dt_min",
-                f"= {t.dt_min:g} must be < time.output_interval = {t.output_interval:g}",
+                f"{t.dt_min:g} is not below time.output_interval = {t.output_interval:g}; "
+                "allowed: less than time.output_interval",
             )
         if cfg.output.probe_interval is not None and cfg.output.probe_interval > t.end:
             raise self.error(
                 "output.probe_interval",
-                f"= {cfg.output.probe_interval:g} is longer than time.end = {t.end:g}",
+                f"{cfg.output.probe_interval:g} is longer than time.end = {t.end:g}; allowed: "
+                "at most time.end",
             )
 
 
