@@ -21,7 +21,9 @@ sets at the first snapshot, no common snapshot time). Tolerances (command-line o
 - energy: |E_A - E_B| <= tol_energy * E_p,A(t0) for kinetic and potential energy (default 2 %)
 - centre of mass: |com_A - com_B| <= tol_com_dp dp (default 2 dp)
 - front: |front_A - front_B| <= tol_front_dp dp (default 2 dp)
-- mass: |M_A - M_B| <= tol_mass M_A(t0) (default 1e-6)
+- mass: |M_A - M_B| <= tol_mass M_A(t0) (default 2 %, the bound issue 4 sets for every
+  macroscopic quantity: which particles leak through a thin wall differs from run to run, so
+  two sound runs can lose a few different particles)
 - probes: RMS(B - A) <= tol_probe * (max A - min A), B interpolated onto A's sample times over
   the time both cover (default 5 %)
 
@@ -87,7 +89,7 @@ class Tolerances:
     energy: float = 0.02
     com_dp: float = 2.0
     front_dp: float = 2.0
-    mass: float = 1e-6
+    mass: float = 0.02
     probe: float = 0.05
 
 
