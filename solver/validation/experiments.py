@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from solver.output.files import atomic_write_text
 from solver.validation.metrics import (
     DEFAULT_FRONT_BAND_DP,
     DEFAULT_FRONT_PERCENTILE,
@@ -265,6 +266,16 @@ def column_collapse_series(
     return series
 
 
+def _write_report_md(
+    out_dir: Path, lines: list[str], notes: list[str], figures: list[Path]
+) -> None:
+    """report.md: the body `lines`, then the notes (if any) and the figures."""
+    if notes:
+        lines = lines + ["", "## Notes", ""] + [f"- {note}" for note in notes]
+    lines = lines + ["", "## Figures", ""] + [f"![{f.stem}]({f.name})" for f in figures]
+    atomic_write_text(out_dir / "report.md", "\n".join(lines) + "\n")
+
+
 _TABLE_COLUMNS = [
     "comparison",
     "rows used",
@@ -304,7 +315,6 @@ def validate_column_collapse(
     front_band_dp: float = DEFAULT_FRONT_BAND_DP,
 ) -> int:
     """Compare a column-collapse run with Martin & Moyce and Koshizuka & Oka (module doc)."""
-    from solver.output.files import atomic_write_text
     from solver.validation.plots import pyplot, save_figure
 
     series = column_collapse_series(
@@ -461,10 +471,7 @@ def validate_column_collapse(
         "Data: validation/data/ (sources in each file's header).",
     ]
     notes = series.notes
-    if notes:
-        lines += ["", "## Notes", ""] + [f"- {note}" for note in notes]
-    lines += ["", "## Figures", ""] + [f"![{f.stem}]({f.name})" for f in figures]
-    atomic_write_text(out_dir / "report.md", "\n".join(lines) + "\n")
+    _write_report_md(out_dir, lines, notes, figures)
     write_json(
         out_dir / "report.json",
         {
@@ -686,7 +693,6 @@ def _spheric_plot(
 
 def validate_spheric(run: RunFolder, out_dir: Path, experiment_file: Path | None) -> int:
     """Time series of SPHERIC test 2's gauges and sensors, against a measurement if given."""
-    from solver.output.files import atomic_write_text
 
     if not run.has_probes:
         raise ValidationError(f"{run.path}: the run has no probes.csv (H1..H4, P1..P8)")
@@ -781,10 +787,7 @@ def validate_spheric(run: RunFolder, out_dir: Path, experiment_file: Path | None
                 ],
             ),
         ]
-    if notes:
-        lines += ["", "## Notes", ""] + [f"- {note}" for note in notes]
-    lines += ["", "## Figures", ""] + [f"![{f.stem}]({f.name})" for f in figures]
-    atomic_write_text(out_dir / "report.md", "\n".join(lines) + "\n")
+    _write_report_md(out_dir, lines, notes, figures)
     write_json(
         out_dir / "report.json",
         {
