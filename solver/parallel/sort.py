@@ -73,17 +73,17 @@ def _copy_pairs(
         values_out[i] = values[i]
 
 
-def digit_plan(key_bits: int, n: int, max_digit_bits: int = MAX_DIGIT_BITS) -> tuple[int, int]:
-    """(bits per pass, elements per thread) for sorting n keys of key_bits bits.
+def digit_plan(key_bits: int, max_digit_bits: int = MAX_DIGIT_BITS) -> tuple[int, int, int]:
+    """(passes, bits per pass, elements per thread) for keys of key_bits bits.
 
     The bits are spread evenly over the fewest passes of at most max_digit_bits; a thread's chunk
     holds at least as many elements as there are digits, so the histogram is no larger than n.
     """
     if key_bits <= 0:
-        return 0, 1
+        return 0, 0, 1
     passes = -(-key_bits // max_digit_bits)
     digit_bits = -(-key_bits // passes)
-    return digit_bits, max(1 << digit_bits, 32)
+    return passes, digit_bits, max(1 << digit_bits, 32)
 
 
 class StableKeySort:
@@ -116,11 +116,10 @@ class StableKeySort:
             raise ValueError(f"sort of {n} elements exceeds its capacity {self.capacity}")
         if not 0 <= key_bits <= 31:
             raise ValueError(f"key_bits must be in [0, 31], got {key_bits}")
-        digit_bits, chunk = digit_plan(key_bits, n, self.max_digit_bits)
-        if digit_bits == 0 or n <= 1:
+        passes, digit_bits, chunk = digit_plan(key_bits, self.max_digit_bits)
+        if passes == 0 or n <= 1:
             _copy_pairs(keys, values, keys_out, values_out, n)
             return
-        passes = -(-key_bits // digit_bits)
         chunks = -(-n // chunk)
         histogram_size = (1 << digit_bits) * chunks
         # Ping-pong so that the last pass lands in the outputs.
