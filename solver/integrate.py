@@ -18,8 +18,6 @@ flag; it stays frozen and out of every interaction until the next neighbour-grid
 and counts it by reason. NaN fails both tests.
 """
 
-import math
-
 import taichi as ti
 
 from solver.config import Config
@@ -33,28 +31,52 @@ REMOVED_DENSITY = 2
 tait_pressure = taichi_func(eos.tait_pressure)
 
 
-def time_step(cfg: Config, a_max: float, v_max: float, visc_max: float) -> float:
+def cfl_time_step(
+    a_max: float, v_max: float, visc_max: float, h: float, c0: float, cfl: float, dt_min: float
+) -> float:
     """dt = CFL min(sqrt(H / a_max), H / (max(c0, 10 v_max) + H visc_max)), at least dt_min.
 
     The variable time step of Monaghan and Kos (1999) as used by OpenFPM and DualSPHysics
     (cases.md section 1); visc_max = max over pairs of |v_ij . r_ij| / (r_ij^2 + eta^2).
+    Plain arithmetic, so the same formula runs in Python and, through `taichi_func`, inside the
+    integration kernels, which take the step on the device.
     """
-    h = cfg.smoothing_length
-    force_limit = math.sqrt(h / a_max) if a_max > 0.0 else math.inf
-    wave_limit = h / (max(cfg.sound_speed, 10.0 * v_max) + h * visc_max)
-    return max(cfg.time.cfl * min(force_limit, wave_limit), cfg.time.dt_min)
+    wave_limit = h / (max(c0, 10.0 * v_max) + h * visc_max)
+    force_limit = wave_limit
+    if a_max > 0.0:
+        force_limit = (h / a_max) ** 0.5
+    return max(cfl * min(force_limit, wave_limit), dt_min)
+
+
+def time_step(cfg: Config, a_max: float, v_max: float, visc_max: float) -> float:
+    """`cfl_time_step` with the constants of `cfg`."""
+    t = cfg.time
+    return cfl_time_step(a_max, v_max, visc_max, cfg.smoothing_length, cfg.sound_speed, t.cfl,
+                         t.dt_min)  # fmt: skip
 
 
 def build_integrator(cfg: Config):
     """Taichi kernels (verlet, predict, correct) for `cfg`, with its constants compiled in.
 
     Each also writes the pressure of the new density (Tait equation), ready for the next
-    interaction and for snapshots.
+    interaction and for snapshots. `verlet` and `predict` take the time step themselves from
+    `maxima[slot]` (see `SlotMaximum`) and return (dt, max |a|, max |v|): the host learns the
+    step it took from the one launch that took it. `correct` reuses the predictor's dt.
     """
     lo = ti.Vector(list(cfg.domain.min))
     hi = ti.Vector(list(cfg.domain.max))
     rho0, b, gamma = cfg.physics.rho0, cfg.eos_b, cfg.physics.gamma
     rho_min, rho_max = cfg.physics.rho_min, cfg.physics.rho_max
+    h, c0, cfl, dt_min = cfg.smoothing_length, cfg.sound_speed, cfg.time.cfl, cfg.time.dt_min
+    step_info = ti.types.vector(3, float)
+    cfl_rule = taichi_func(cfl_time_step)
+
+    @ti.func
+    def device_time_step(maxima, dt_limit):
+        """The CFL step from the maxima (|a|, |v|, viscous rate) of the last interaction,
+        shortened to dt_limit: taken on the device, so no round trip precedes integration."""
+        m = maxima
+        return ti.min(cfl_rule(m[0], m[1], m[2], h, c0, cfl, dt_min), dt_limit)
 
     @ti.func
     def removal_reason(x, rho):
@@ -78,9 +100,12 @@ def build_integrator(cfg: Config):
         pressure: ti.types.ndarray(ndim=1),
         removed: ti.types.ndarray(ndim=1),
         n: ti.i32,
-        dt: float,
+        maxima: ti.types.ndarray(ndim=1),
+        slot: ti.i32,
+        dt_limit: float,
         euler: ti.i32,
-    ):
+    ) -> step_info:
+        dt = device_time_step(maxima[slot], dt_limit)
         for i in range(n):
             if removed[i] != 0:
                 continue
@@ -106,6 +131,7 @@ def build_integrator(cfg: Config):
             density[i] = rho_new
             pressure[i] = tait_pressure(rho_new, rho0, b, gamma)
             removed[i] = flag
+        return step_info(dt, maxima[slot][0], maxima[slot][1])
 
     @ti.kernel
     def predict(
@@ -121,8 +147,11 @@ def build_integrator(cfg: Config):
         pressure: ti.types.ndarray(ndim=1),
         removed: ti.types.ndarray(ndim=1),
         n: ti.i32,
-        dt: float,
-    ):
+        maxima: ti.types.ndarray(ndim=1),
+        slot: ti.i32,
+        dt_limit: float,
+    ) -> step_info:
+        dt = device_time_step(maxima[slot], dt_limit)
         half = 0.5 * dt
         for i in range(n):
             rho = density[i]
@@ -142,6 +171,7 @@ def build_integrator(cfg: Config):
             density[i] = rho_half
             pressure[i] = tait_pressure(rho_half, rho0, b, gamma)
             removed[i] = flag
+        return step_info(dt, maxima[slot][0], maxima[slot][1])
 
     @ti.kernel
     def correct(

@@ -236,3 +236,37 @@ class CellGrid:
             self.key_bits,
         )
         return int(self.cell_offsets[self.num_cells])
+
+
+@ti.kernel
+def count_neighbours(
+    position: ti.types.ndarray(ndim=1),
+    removed: I32Array,
+    n: ti.i32,
+    radius: float,
+    search_radius: float,
+    lo: ti.math.vec3,
+    inv_cell: float,
+    dims: ti.math.ivec3,
+    cell_offsets: I32Array,
+    counts: ti.types.ndarray(ndim=1),
+):
+    """counts[i] = live particles j != i closer than `radius` to particle i (0 if i is removed).
+
+    Candidates come from the cells of the last sort within `search_radius`, which must cover
+    how far particles moved since (radius (1 + skin), as the interaction searches). The sum of
+    the counts is the number of neighbour interactions of one step, as DualSPHysics counts
+    them for its PIPS figure (Dominguez et al. 2013).
+    """
+    radius2 = radius * radius
+    for i in range(n):
+        found = 0
+        if removed[i] == 0:
+            x_i = position[i]
+            box = search_cells(x_i, search_radius, lo, inv_cell, dims)
+            for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
+                span = row_span(x_i, search_radius, cy, cz, lo, inv_cell, dims, cell_offsets)
+                for j in range(span[0], span[1]):
+                    if j != i and removed[j] == 0 and (x_i - position[j]).norm_sqr() < radius2:
+                        found += 1
+        counts[i] = found

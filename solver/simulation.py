@@ -9,11 +9,12 @@ import numpy as np
 import taichi as ti
 
 from solver.config import Config
-from solver.integrate import REMOVED_DENSITY, REMOVED_OUTSIDE, build_integrator, time_step
+from solver.integrate import REMOVED_DENSITY, REMOVED_OUTSIDE, build_integrator
 from solver.neighbors import CellGrid
-from solver.parallel.reduce import Reducer
+from solver.parallel.reduce import SlotMaximum
 from solver.particle_kind import ParticleKind
 from solver.particles import ParticleArrays
+from solver.phase_timer import untimed
 from solver.physics.eos import tait_density, tait_pressure
 from solver.physics.interaction import build_interaction
 from solver.scene import Scene, build_scene
@@ -57,8 +58,7 @@ class Simulation:
         pressure = tait_pressure(density, cfg.physics.rho0, cfg.eos_b, cfg.physics.gamma)
         self.particles.load(self.scene.position, self.scene.kind, density, pressure)
         self.grid = CellGrid(cfg.domain.min, cfg.domain.max, cfg.support_radius, capacity)
-        self._reducer = Reducer(capacity, dtype, components=3)
-        self._dt_maxima = ti.Vector.ndarray(3, dtype, shape=1)
+        self._maximum = SlotMaximum(3, dtype)
         self.skin = resolve_skin(cfg)
         self._interact = build_interaction(cfg, self.skin)
         self._verlet, self._predict, self._correct = build_integrator(cfg)
@@ -69,6 +69,9 @@ class Simulation:
         self.steps = 0
         self.dt = 0.0
         self.initial_fluid = self.scene.count(ParticleKind.FLUID)
+        self.phase = untimed
+        """Context-manager factory wrapped around each phase of a step (a `PhaseTimer` in
+        benchmarks)."""
 
     @property
     def count(self) -> int:
@@ -108,32 +111,32 @@ class Simulation:
 
     def _update_neighbours_and_forces(self) -> None:
         """Sort by cell when needed, then the interaction pass."""
-        self._sort_if_needed()
+        with self.phase("neighbour sort"):
+            self._sort_if_needed()
         p = self.particles
         lo, inv_cell, dims, offsets = self.grid.kernel_args()
-        self._interact(
-            p.position,
-            p.velocity,
-            p.density,
-            p.pressure,
-            p.kind,
-            p.removed,
-            p.count,
-            lo,
-            inv_cell,
-            dims,
-            offsets,
-            p.acceleration,
-            p.density_rate,
-            p.dt_terms,
-        )
+        with self.phase("interaction"):
+            self._interact(
+                p.position,
+                p.velocity,
+                p.density,
+                p.pressure,
+                p.kind,
+                p.removed,
+                p.count,
+                lo,
+                inv_cell,
+                dims,
+                offsets,
+                p.acceleration,
+                p.density_rate,
+                p.dt_terms,
+            )
 
-    def _maxima(self) -> tuple[float, float, float]:
-        """max |a|, max |v| (fluid) and the viscous rate of this interaction (deterministic)."""
-        p, n = self.particles, self.particles.count
-        self._reducer.max(p.dt_terms, n, self._dt_maxima)
-        a_max, v_max, visc_max = (float(v) for v in self._dt_maxima.to_numpy()[0])
-        return a_max, v_max, visc_max
+    def _fold_maxima(self) -> int:
+        """max |a|, max |v| (fluid) and the viscous rate of this interaction, into a slot of
+        `self._maximum.out` on the device; returns the slot."""
+        return self._maximum(self.particles.dt_terms, self.particles.count)
 
     def _symplectic_arrays(self) -> tuple:
         """The arrays of the predictor and corrector kernels, as they are now (a sort swaps
@@ -143,23 +146,26 @@ class Simulation:
                 p.density_prev, p.kind, p.acceleration, p.density_rate, p.pressure,
                 p.removed)  # fmt: skip
 
-    def step(self, dt_limit: float = math.inf) -> None:
-        """Advance one time step: the CFL step, shortened to `dt_limit` when that is smaller
-        (so a run lands exactly on its output times)."""
+    def _symplectic_step(self, slot: int, dt_limit: float):
+        """Predictor, second interaction, corrector; returns (dt, max |a|, max |v|)."""
         p = self.particles
-        self._update_neighbours_and_forces()
-        a_max, v_max, visc_max = self._maxima()
-        dt = min(time_step(self.cfg, a_max, v_max, visc_max), dt_limit)
-        # Verlet moves a particle by dt v + dt^2 a / 2 at most.
-        self.moved += dt * v_max + 0.5 * dt * dt * a_max
-        if self.symplectic:
-            self._predict(*self._symplectic_arrays(), p.count, dt)
-            self._update_neighbours_and_forces()  # re-sorts: the arrays are swapped
-            self._correct(*self._symplectic_arrays(), p.count, dt)
-        else:
-            every = self.cfg.time.verlet_euler_every
-            euler = int(self.steps % every == every - 1)
-            self._verlet(
+        with self.phase("integration"):
+            taken = self._predict(
+                *self._symplectic_arrays(), p.count, self._maximum.out, slot, dt_limit
+            )
+        self._update_neighbours_and_forces()  # re-sorts: the arrays are swapped
+        with self.phase("integration"):
+            self._correct(*self._symplectic_arrays(), p.count, float(taken[0]))
+        return taken
+
+    def _verlet_step(self, slot: int, dt_limit: float):
+        """One Verlet (or, every verlet_euler_every steps, Euler) update; returns (dt,
+        max |a|, max |v|)."""
+        p = self.particles
+        every = self.cfg.time.verlet_euler_every
+        euler = int(self.steps % every == every - 1)
+        with self.phase("integration"):
+            return self._verlet(
                 p.position,
                 p.velocity,
                 p.velocity_prev,
@@ -171,9 +177,33 @@ class Simulation:
                 p.pressure,
                 p.removed,
                 p.count,
-                dt,
+                self._maximum.out,
+                slot,
+                dt_limit,
                 euler,
             )
+
+    def step(self, dt_limit: float = math.inf) -> None:
+        """Advance one time step: the CFL step, shortened to `dt_limit` when that is smaller
+        (so a run lands exactly on its output times).
+
+        The step is taken on the device from the maxima of the interaction; the integration
+        kernel returns it, with the maxima, which is the one read-back of a step.
+        """
+        self._update_neighbours_and_forces()
+        with self.phase("time step"):
+            slot = self._fold_maxima()
+        if self.symplectic:
+            taken = self._symplectic_step(slot, dt_limit)
+        else:
+            taken = self._verlet_step(slot, dt_limit)
+        dt, a_max, v_max = (float(value) for value in taken)
+        if dt_limit <= dt * (1.0 + 1e-6):
+            # Shortened to the limit, which the device holds only to its float precision:
+            # count it as the exact limit, so that the run lands on its output times.
+            dt = dt_limit
+        # Verlet moves a particle by dt v + dt^2 a / 2 at most.
+        self.moved += dt * v_max + 0.5 * dt * dt * a_max
         self.dt = dt
         self.time += dt
         self.steps += 1

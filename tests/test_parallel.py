@@ -6,7 +6,7 @@ import pytest
 import taichi as ti
 
 from solver.parallel.gather import gather
-from solver.parallel.reduce import Reducer
+from solver.parallel.reduce import Reducer, SlotMaximum
 from solver.parallel.scan import ExclusiveScan
 from solver.parallel.sort import StableKeySort
 
@@ -148,3 +148,19 @@ def test_vector_reduction_is_componentwise(on_backend):
     reducer.min(array, 0, out, 1)
     np.testing.assert_array_equal(out.to_numpy()[0], values.max(axis=0))
     np.testing.assert_array_equal(out.to_numpy()[1], np.full(3, np.inf, np.float32))
+
+
+def test_slot_maximum_matches_numpy_and_clears_the_next_slot(on_backend):
+    """Each call leaves the exact componentwise maximum in its slot, also for all-negative
+    values (a stale maximum from the call before last would show), and alternates slots."""
+    maximum = SlotMaximum(3)
+    rng = np.random.default_rng(17)
+    slots = []
+    for n in (1, 127, 128, 129, 70_001, 5, 3_001):
+        values = (rng.standard_normal((n, 3)) * 10 - 100 * len(slots)).astype(np.float32)
+        array = ti.Vector.ndarray(3, ti.f32, shape=n)
+        array.from_numpy(values)
+        slot = maximum(array, n)
+        slots.append(slot)
+        np.testing.assert_array_equal(maximum.out.to_numpy()[slot], values.max(axis=0))
+    assert slots == [0, 1, 0, 1, 0, 1, 0]

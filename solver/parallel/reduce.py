@@ -12,7 +12,8 @@ import taichi as ti
 
 CHUNK = 128
 SUM, MIN, MAX = 0, 1, 2
-_IDENTITY = {SUM: 0.0, MIN: float("inf"), MAX: float("-inf")}
+_NEG_INF = float("-inf")
+_IDENTITY = {SUM: 0.0, MIN: float("inf"), MAX: _NEG_INF}
 
 
 @ti.func
@@ -41,6 +42,23 @@ def _fold_chunks(
         for i in range(begin + 1, ti.min(begin + CHUNK, n)):
             acc = _combine(acc, values[i], op)
         out[out_index + c] = acc
+
+
+@ti.kernel
+def _fold_max_into_slot(
+    values: ti.types.ndarray(ndim=1),
+    n: ti.i32,
+    out: ti.types.ndarray(ndim=1),
+    slot: ti.i32,
+):
+    for c in range((n + CHUNK - 1) // CHUNK):
+        begin = c * CHUNK
+        acc = values[begin]
+        for i in range(begin + 1, ti.min(begin + CHUNK, n)):
+            acc = ti.max(acc, values[i])
+        ti.atomic_max(out[slot], acc)
+        if c == 0:
+            out[1 - slot].fill(_NEG_INF)
 
 
 @ti.kernel
@@ -97,3 +115,28 @@ class Reducer:
             _fold_chunks(values, n, partial, 0, op)
             values, n, level = partial, (n + CHUNK - 1) // CHUNK, level + 1
         _fold_chunks(values, n, out, index, op)
+
+
+class SlotMaximum:
+    """max over the first n (n >= 1) elements of a float vector array in one kernel launch.
+
+    Each thread folds its chunk in order and merges the result into `out[slot]` with an atomic
+    max. A maximum does not depend on the order of its operands, so the result is the same bits
+    on every run, unlike an atomic sum. The slot alternates between calls, and each call clears
+    the other slot for the next: no second launch resets the output. `out[slot]` stays valid
+    until the call after next, so a kernel launched after this one can read it on the device.
+    """
+
+    def __init__(self, components: int, dtype=ti.f32) -> None:
+        self.out = ti.Vector.ndarray(components, dtype, shape=2)
+        self.out.fill(_NEG_INF)
+        self._next = 0
+
+    def __call__(self, values: ti.Ndarray, n: int) -> int:
+        """Fold values[0:n] into a slot of `out` and return the slot."""
+        if n < 1:
+            raise ValueError("the maximum of no elements is undefined")
+        slot = self._next
+        _fold_max_into_slot(values, n, self.out, slot)
+        self._next = 1 - slot
+        return slot
