@@ -20,7 +20,7 @@ from solver.selftest.result import CheckResult
 
 MAX_NEIGHBOURS = 512
 SCAN_LENGTHS = (0, 1, 127, 128, 129, 16_385, 1_000_003)
-REDUCTION_LENGTHS = (1, 127, 129, 16_385, 1_000_003)
+REDUCTION_LENGTHS = (0, 1, 127, 129, 16_385, 1_000_003)
 
 
 def to_device(values: np.ndarray, dtype=ti.i32) -> ti.Ndarray:
@@ -72,6 +72,9 @@ def check_sort() -> CheckResult:
         (rng.integers(0, 2, 30_001), 1),
         (rng.integers(0, 2**24, 30_001), 24),
         (rng.integers(0, 2**31 - 1, 30_001), 31),
+        (np.array([9]), 15),
+        (np.zeros(0, dtype=np.int64), 15),
+        (np.zeros(1000, dtype=np.int64), 0),
     ]
     wrong = 0
     for keys, bits in cases:
@@ -84,7 +87,7 @@ def check_sort() -> CheckResult:
     return CheckResult(
         "sort",
         wrong == 0 and repeatable,
-        f"{len(cases)} key sets (1 to 31 bits, up to 200001 keys): {wrong} positions differ "
+        f"{len(cases)} key sets (0 to 31 bits, 0 to 200001 keys): {wrong} positions differ "
         f"from numpy's stable argsort; repeat run {'identical' if repeatable else 'DIFFERENT'}",
     )
 
@@ -123,9 +126,10 @@ def check_reductions() -> CheckResult:
         reducer.min(array, n, out, 1)
         reducer.max(array, n, out, 2)
         total, low, high = (float(v) for v in out.to_numpy())
-        scale = float(np.abs(values).astype(np.float64).sum())
+        scale = max(float(np.abs(values).astype(np.float64).sum()), 1e-30)
         worst = max(worst, abs(total - float(values.astype(np.float64).sum())) / scale)
-        exact &= low == float(values.min()) and high == float(values.max())
+        exact &= low == float(values.min(initial=np.inf))
+        exact &= high == float(values.max(initial=-np.inf))
     n = 10_007
     vectors = np.random.default_rng(5).standard_normal((n, 3)).astype(np.float32)
     device_vectors = ti.Vector.ndarray(3, ti.f32, shape=n)
@@ -137,10 +141,12 @@ def check_reductions() -> CheckResult:
     got = out.to_numpy()
     exact &= np.array_equal(got[0], vectors.max(axis=0))
     exact &= np.array_equal(got[1], vectors.min(axis=0))
+    reducer.min(device_vectors, 0, out, 1)
+    exact &= np.array_equal(out.to_numpy()[1], np.full(3, np.inf, np.float32))
     return CheckResult(
         "reductions",
         worst <= 1e-5 and exact,
-        f"sums of up to {max(REDUCTION_LENGTHS)} values: worst error {worst:.2e} of sum |x| "
+        f"sums of 0 to {max(REDUCTION_LENGTHS)} values: worst error {worst:.2e} of sum |x| "
         f"(limit 1e-05); min/max {'exact' if exact else 'WRONG'} (scalar and vec3)",
     )
 
