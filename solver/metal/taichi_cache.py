@@ -2,11 +2,12 @@
 
 Found by experiment (taichi 1.7.4, Vulkan): the cache folder holds `ticache.tcb` (the index) and
 one `T<hash>.tic` file per compiled kernel. A .tic file starts with b"TIC\\0", a u32 format
-version, a u64 length L and a u64 payload length, then L bytes of JSON metadata (`kernel_attribs.name` is the kernel's
-name, `kernel_attribs.tasks_attribs[k].name` that of its k-th task), then the SPIR-V modules of
-the tasks in the same order, each preceded by its word count. Taichi compiles one module per
-offloaded task (each top-level loop, plus a serial task for the code outside loops), and every
-module's entry point is just "main", so names come from the metadata. Modules are found by
+version, a u64 length L and a u64 payload length, then L bytes of JSON metadata
+(`kernel_attribs.name` is the kernel's name, `kernel_attribs.tasks_attribs[k].name` that of its
+k-th task), then a u64 module count and the SPIR-V modules of the tasks in the same order, each
+preceded by its u64 word count. Taichi compiles one module per offloaded task (each top-level
+loop, plus a serial task for the code outside loops), and every module's entry point is just
+"main", so names come from the metadata. Modules are found by
 their magic number, not by offsets, so a change in the packing shows up as a count mismatch
 (named by position) rather than as garbage.
 """
