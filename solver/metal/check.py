@@ -33,6 +33,7 @@ from solver.metal.taichi_cache import CachedTask, read_cache
 
 TOOLS = ("spirv-val", "spirv-cross")
 MSL_BUFFER = re.compile(r"\[\[buffer\((\d+)\)\]\]")
+MSL_DOUBLE = re.compile(r"\bdouble\d?\b")
 
 
 @dataclass
@@ -76,11 +77,12 @@ def check_task(task: CachedTask, scratch: Path) -> TaskVerdict:
     if conversion.returncode != 0 or not msl.exists():
         verdict.problems.append("spirv-cross: " + _first_line(conversion.stderr))
         return verdict
-    indices = [int(i) for i in MSL_BUFFER.findall(msl.read_text())]
+    text = msl.read_text()
+    indices = [int(i) for i in MSL_BUFFER.findall(text)]
     if indices and max(indices) >= METAL_MAX_BUFFERS:
         verdict.problems.append(f"MSL uses [[buffer({max(indices)})]], Metal has 0..30")
-    if "double" in re.findall(r"\b(double\d?)\b", msl.read_text()):
-        verdict.problems.append("MSL mentions double")
+    if MSL_DOUBLE.search(text):
+        verdict.problems.append("the MSL declares a double, which Metal does not have")
     return verdict
 
 
