@@ -13,6 +13,7 @@ import os
 import platform
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import taichi as ti
 
@@ -81,8 +82,14 @@ def _running_arch() -> str:
     return "cpu" if arch in ("x64", "arm64") else arch
 
 
-def _init(backend: str, precision: str, threads: int | None) -> None:
-    """ti.init for `backend`; precision sets Taichi's default float for all kernels."""
+def _init(
+    backend: str, precision: str, threads: int | None, offline_cache_dir: Path | None = None
+) -> None:
+    """ti.init for `backend`; precision sets Taichi's default float for all kernels.
+
+    `offline_cache_dir` points Taichi's offline cache at a folder of the caller's (the Metal
+    check reads the compiled kernels back from a fresh one).
+    """
     kwargs: dict[str, object] = {
         "arch": _ARCHS[backend],
         "default_fp": ti.f64 if precision == "f64" else ti.f32,
@@ -91,6 +98,9 @@ def _init(backend: str, precision: str, threads: int | None) -> None:
     }
     if backend == "cpu" and threads is not None:
         kwargs["cpu_max_num_threads"] = threads
+    if offline_cache_dir is not None:
+        kwargs["offline_cache"] = True
+        kwargs["offline_cache_file_path"] = str(offline_cache_dir)
     ti.init(**kwargs)
 
 
@@ -116,15 +126,19 @@ def resolve_backend(requested: str) -> str:
 
 
 def start_backend(
-    requested: str, precision: str = "f32", threads: int | None = None
+    requested: str,
+    precision: str = "f32",
+    threads: int | None = None,
+    offline_cache_dir: Path | None = None,
 ) -> BackendInfo:
     """Start Taichi on the requested backend and verify it is the one really running.
 
-    `threads` caps the CPU backend's thread pool (1 is the sequential reference).
+    `threads` caps the CPU backend's thread pool (1 is the sequential reference);
+    `offline_cache_dir` replaces Taichi's default offline-cache folder.
     """
     backend = resolve_backend(requested)
     check_capabilities(backend, precision, threads)
-    _init(backend, precision, threads)
+    _init(backend, precision, threads, offline_cache_dir)
     running = _running_arch()
     if running != backend:
         ti.reset()

@@ -50,6 +50,8 @@ TOOLS = (
      "Run (or read) a reference case and compare it with experiments."),
     ("render", "solver.validation.render", "draw PNG frames and a GIF of a run",
      "Render a run's snapshots to PNG frames and an animated GIF, without ParaView."),
+    ("selftest", "solver.selftest.command", "check this machine's backend",
+     "Building blocks against numpy and a short dam break against the CPU backend."),
 )  # fmt: skip
 """(command, module, help, description): each module has add_arguments(parser) and main(args)."""
 

@@ -4,116 +4,54 @@ import numpy as np
 import pytest
 import taichi as ti
 
-from solver.neighbors import CellGrid, row_span, search_cells
-
-MAX_NEIGHBOURS = 512
-
-
-@ti.kernel
-def _collect(
-    position: ti.types.ndarray(ndim=1),
-    n: ti.i32,
-    radius: float,
-    search: float,
-    lo: ti.math.vec3,
-    inv_cell: float,
-    dims: ti.math.ivec3,
-    cell_offsets: ti.types.ndarray(ndim=1),
-    neighbours: ti.types.ndarray(ndim=2),
-    counts: ti.types.ndarray(ndim=1),
-):
-    for i in range(n):
-        box = search_cells(position[i], search, lo, inv_cell, dims)
-        count = 0
-        for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
-            span = row_span(position[i], search, cy, cz, lo, inv_cell, dims, cell_offsets)
-            for j in range(span[0], span[1]):
-                if j != i and (position[i] - position[j]).norm_sqr() < radius * radius:
-                    if count < MAX_NEIGHBOURS:
-                        neighbours[i, count] = j
-                    count += 1
-        counts[i] = count
-
-
-def _grid_neighbours(points: np.ndarray, lo, hi, radius: float, removed=None):
-    """Neighbour id sets through the cell grid, plus the sorted ids and kept count."""
-    n = len(points)
-    grid = CellGrid(lo, hi, radius, n)
-    position = ti.Vector.ndarray(3, ti.f32, shape=n)
-    position.from_numpy(points.astype(np.float32))
-    ids = ti.ndarray(ti.i32, shape=n)
-    ids.from_numpy(np.arange(n, dtype=np.int32))
-    flags = ti.ndarray(ti.i32, shape=n)
-    flags.from_numpy(np.zeros(n, np.int32) if removed is None else removed.astype(np.int32))
-    kept = grid.update(position, ids, flags, n)
-    order = grid.order.to_numpy()[:kept]
-    sorted_position = ti.Vector.ndarray(3, ti.f32, shape=n)
-    sorted_position.from_numpy(
-        points.astype(np.float32)[np.concatenate([order, np.zeros(n - kept, np.int32)])]
-    )
-    neighbours = ti.ndarray(ti.i32, shape=(n, MAX_NEIGHBOURS))
-    counts = ti.ndarray(ti.i32, shape=n)
-    lo_v, inv_cell, dims, offsets = grid.kernel_args()
-    _collect(
-        sorted_position, kept, radius, radius, lo_v, inv_cell, dims, offsets, neighbours, counts
-    )
-    counts_np, lists = counts.to_numpy()[:kept], neighbours.to_numpy()[:kept]
-    assert counts_np.max(initial=0) <= MAX_NEIGHBOURS
-    sets = {int(order[i]): {int(order[j]) for j in lists[i, : counts_np[i]]} for i in range(kept)}
-    return sets, order, grid
-
-
-def _brute_force(points: np.ndarray, radius: float, keep: np.ndarray) -> dict[int, set[int]]:
-    p = points.astype(np.float32).astype(np.float64)
-    idx = np.flatnonzero(keep)
-    d2 = ((p[idx, None, :] - p[None, idx, :]) ** 2).sum(-1)
-    within = (d2 < np.float32(radius) ** 2) & ~np.eye(len(idx), dtype=bool)
-    return {int(idx[a]): {int(idx[b]) for b in np.flatnonzero(within[a])} for a in range(len(idx))}
+from solver.neighbors import CellGrid
+from solver.selftest.blocks import (
+    MAX_NEIGHBOURS,
+    brute_force_neighbours,
+    collect_neighbours,
+    grid_neighbours,
+    neighbour_set_errors,
+)
 
 
 def _assert_same_sets(grid_sets, brute_sets, points, radius):
     """Equal sets, except pairs within float32 rounding of the support radius."""
-    assert grid_sets.keys() == brute_sets.keys()
-    for i in brute_sets:
-        for j in grid_sets[i] ^ brute_sets[i]:
-            r = np.linalg.norm(points[i].astype(np.float32) - points[j].astype(np.float32))
-            assert abs(r - radius) < 1e-5 * radius, (i, j, r)
+    assert neighbour_set_errors(grid_sets, brute_sets, points, radius) == []
 
 
-def test_random_positions_match_brute_force(on_backend):
+def test_random_positions_matchbrute_force_neighbours(on_backend):
     rng = np.random.default_rng(0)
     points = rng.random((3000, 3)) * [1.0, 0.6, 0.4]
-    sets, _, _ = _grid_neighbours(points, (0, 0, 0), (1.0, 0.6, 0.4), 0.07)
-    _assert_same_sets(sets, _brute_force(points, 0.07, np.ones(3000, bool)), points, 0.07)
+    sets, _, _ = grid_neighbours(points, (0, 0, 0), (1.0, 0.6, 0.4), 0.07)
+    _assert_same_sets(sets, brute_force_neighbours(points, 0.07, np.ones(3000, bool)), points, 0.07)
 
 
-def test_lattice_on_cell_faces_and_domain_edges_match_brute_force(on_backend):
+def test_lattice_on_cell_faces_and_domain_edges_matchbrute_force_neighbours(on_backend):
     # Spacing equal to the support radius: particles sit on cell faces and on the domain's faces.
     radius = 0.05
     axis = np.arange(0, 11) * (radius / 2)
     points = np.stack(np.meshgrid(axis, axis, axis[:7], indexing="ij"), -1).reshape(-1, 3)
-    sets, _, _ = _grid_neighbours(points, (0, 0, 0), (axis[-1],) * 3, radius * 1.0000001)
-    _assert_same_sets(
-        sets, _brute_force(points, radius * 1.0000001, np.ones(len(points), bool)), points, radius
-    )
+    sets, _, _ = grid_neighbours(points, (0, 0, 0), (axis[-1],) * 3, radius * 1.0000001)
+    brute = brute_force_neighbours(points, radius * 1.0000001, np.ones(len(points), bool))
+    _assert_same_sets(sets, brute, points, radius)
 
 
 def test_particles_outside_domain_and_nan_are_safe(on_backend):
     rng = np.random.default_rng(5)
     points = rng.random((800, 3)) * 3.0 - 1.0  # many outside [0, 1]^3
     points[:5] = [[-50, 0, 0], [1e9, 1e9, -1e9], [0.5, 0.5, 0.5], [1.0, 1.0, 1.0], [0, 0, 0]]
-    sets, _, _ = _grid_neighbours(points, (0, 0, 0), (1, 1, 1), 0.2)
-    _assert_same_sets(sets, _brute_force(points, 0.2, np.ones(800, bool)), points, 0.2)
+    sets, _, _ = grid_neighbours(points, (0, 0, 0), (1, 1, 1), 0.2)
+    _assert_same_sets(sets, brute_force_neighbours(points, 0.2, np.ones(800, bool)), points, 0.2)
 
 
 def test_removed_particles_are_dropped_and_order_is_by_cell_then_id(on_backend):
     rng = np.random.default_rng(9)
     points = rng.random((2000, 3))
     removed = rng.random(2000) < 0.1
-    sets, order, grid = _grid_neighbours(points, (0, 0, 0), (1, 1, 1), 0.1, removed)
+    sets, order, grid = grid_neighbours(points, (0, 0, 0), (1, 1, 1), 0.1, removed)
     assert len(order) == (~removed).sum()
     assert not removed[order].any()
-    _assert_same_sets(sets, _brute_force(points, 0.1, ~removed), points, 0.1)
+    _assert_same_sets(sets, brute_force_neighbours(points, 0.1, ~removed), points, 0.1)
     cells = np.clip(np.floor(points[order].astype(np.float32) / grid.cell_size), 0, grid.dims - 1)
     keys = (cells[:, 2] * grid.dims[1] + cells[:, 1]) * grid.dims[0] + cells[:, 0]
     expected = np.lexsort((order, keys))
@@ -122,15 +60,15 @@ def test_removed_particles_are_dropped_and_order_is_by_cell_then_id(on_backend):
 
 def test_all_particles_in_one_cell(on_backend):
     points = np.full((500, 3), 0.55) + np.random.default_rng(2).random((500, 3)) * 1e-3
-    sets, order, _ = _grid_neighbours(points, (0, 0, 0), (1, 1, 1), 0.1)
+    sets, order, _ = grid_neighbours(points, (0, 0, 0), (1, 1, 1), 0.1)
     np.testing.assert_array_equal(order, np.arange(500))
     assert all(len(s) == 499 for s in sets.values())
 
 
 def test_update_is_bitwise_repeatable(on_backend):
     points = np.random.default_rng(4).random((20_000, 3))
-    _, first, _ = _grid_neighbours(points, (0, 0, 0), (1, 1, 1), 0.05)
-    _, second, _ = _grid_neighbours(points, (0, 0, 0), (1, 1, 1), 0.05)
+    _, first, _ = grid_neighbours(points, (0, 0, 0), (1, 1, 1), 0.05)
+    _, second, _ = grid_neighbours(points, (0, 0, 0), (1, 1, 1), 0.05)
     np.testing.assert_array_equal(first, second)
 
 
@@ -162,6 +100,7 @@ def test_search_beyond_the_support_finds_neighbours_that_moved_since_the_sort(on
     for search in (0.1, 0.12):
         neighbours = ti.ndarray(ti.i32, shape=(2, MAX_NEIGHBOURS))
         counts = ti.ndarray(ti.i32, shape=2)
-        _collect(position, 2, 0.1, search, lo, inv_cell, dims, offsets, neighbours, counts)
+        args = (lo, inv_cell, dims, offsets, neighbours, counts)
+        collect_neighbours(position, 2, 0.1, search, *args)
         found.append(int(counts.to_numpy()[0]))
     assert found == [0, 1]

@@ -1,0 +1,61 @@
+"""Running every kernel the solver uses, so that each gets compiled on the running backend.
+
+Taichi compiles a kernel when it is first called, once per distinct instantiation (argument
+dtypes, template arguments, compiled-in constants), so the workload calls everything: the
+building blocks and the neighbour search through the self-test's checks, then a few steps of
+the quick case for each choice that changes the generated code (smoothing kernel x density
+diffusion; each integrator with each kernel) and a snapshot of each, which runs Taichi's own
+copy kernels (to_numpy, from_numpy, fill) as `dambreak run` does. Precision is f32 only: the
+solver refuses f64 on Metal before anything is compiled (solver.backend.CAPABILITIES).
+"""
+
+from collections.abc import Callable
+
+from solver.config import load_config
+from solver.physics.smoothing_kernels import KERNEL_NAMES
+from solver.selftest.blocks import BLOCK_CHECKS
+from solver.simulation import Simulation
+
+DIFFUSIONS = ("none", "molteni", "fourtakas")
+INTEGRATORS = ("verlet", "symplectic")
+STEPS = 3
+COARSE = ("particles.dp=0.08", "time.end=0.01", "time.output_interval=0.01")
+
+
+def physics_variants() -> list[tuple[str, str, str]]:
+    """(kernel, density diffusion, integrator): every kernel x diffusion pair once, the
+    integrators alternating so that each meets each smoothing kernel."""
+    variants = []
+    for k, kernel in enumerate(KERNEL_NAMES):
+        for d, diffusion in enumerate(DIFFUSIONS):
+            variants.append((kernel, diffusion, INTEGRATORS[(k + d) % len(INTEGRATORS)]))
+    return variants
+
+
+def run_variant(kernel: str, diffusion: str, integrator: str) -> None:
+    """A few steps and a snapshot of the coarse quick case with these physics options."""
+    cfg = load_config(
+        None,
+        [
+            *COARSE,
+            f"physics.kernel={kernel}",
+            f"physics.density_diffusion={diffusion}",
+            f"time.integrator={integrator}",
+        ],
+    )
+    sim = Simulation(cfg)
+    for _ in range(STEPS):
+        sim.step()
+    sim.snapshot()
+
+
+def exercise_all(report: Callable[[str], None] = lambda _: None) -> None:
+    """Call every kernel of the solver at least once on the running backend."""
+    for check in BLOCK_CHECKS:
+        result = check()
+        if not result.passed:
+            raise RuntimeError(f"{result.name} failed while compiling kernels: {result.figures}")
+        report(f"ran {result.name}")
+    for variant in physics_variants():
+        run_variant(*variant)
+        report("ran the quick case with " + ", ".join(variant))
