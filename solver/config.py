@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from solver.lattice import fluid_index_range
 from solver.physics.smoothing_kernels import KERNEL_NAMES
 from solver.toml_lines import key_line
 
@@ -268,7 +269,10 @@ CROSS_CHECKS: tuple[str, ...] = (
     "`min < max` on every axis of every box (domain, tank, fluid, obstacle).",
     "`domain.min` and `domain.max` are given together or not at all.",
     "Every side of the tank is at least 2 dp long, every side of an obstacle at least dp.",
-    "At least one `[[fluid]]` block; every fluid block lies inside the tank.",
+    "At least one `[[fluid]]` block; every fluid block lies inside the tank, holds at least one "
+    "lattice point (tank.min + i dp, dp/2 clear of the walls) on every axis, overlaps no other "
+    "fluid block (blocks may touch) and does not lie wholly inside an obstacle (a partly "
+    "covered block is carved around it).",
     "Every obstacle lies inside the tank in x and y and starts at or above the floor; "
     "its top may rise above an open top only.",
     "The domain contains the tank walls (`wall_layers` layers) and every obstacle.",
@@ -786,7 +790,9 @@ class _Builder:
         for a, axis in enumerate("xyz"):
             if not lo[a] < hi[a]:
                 raise self.error(
-                    f"{label}.min", f"min {list(lo)} must be < max {list(hi)} on {axis}"
+                    f"{label}.min",
+                    f"min {list(lo)} must be < max {list(hi)} on {axis} (the box is empty or "
+                    "inverted)",
                 )
         return Box(lo, hi)
 
@@ -873,6 +879,39 @@ class _Builder:
         self.cross_checks(cfg)
         return cfg
 
+    def check_fluid_block(self, cfg: Config, i: int, tol: float) -> None:
+        """Fluid block i holds particles, overlaps no earlier block and no obstacle wholly."""
+        block = cfg.fluid_blocks[i]
+        tank = cfg.tank.box
+        for a, axis in enumerate("xyz"):
+            points = fluid_index_range(
+                tank.min[a], tank.max[a], block.min[a], block.max[a], cfg.dp, tol
+            )
+            if not points:
+                raise self.error(
+                    f"fluid[{i}]",
+                    f"block {_box_text(block)} holds no particle: on {axis}, no lattice point "
+                    f"tank.min + i dp (dp = {cfg.dp:g}) lies in ({block.min[a]:g}, "
+                    f"{block.max[a]:g}] at least dp/2 from the walls; make it thicker",
+                )
+        for j, other in enumerate(cfg.fluid_blocks[:i]):
+            if all(
+                min(block.max[a], other.max[a]) - max(block.min[a], other.min[a]) > tol
+                for a in range(3)
+            ):
+                raise self.error(
+                    f"fluid[{i}]",
+                    f"block {_box_text(block)} overlaps fluid[{j}] {_box_text(other)}; "
+                    "fluid blocks may touch but not overlap",
+                )
+        for k, obstacle in enumerate(cfg.obstacles):
+            if obstacle.box.contains_box(block, tol):
+                raise self.error(
+                    f"fluid[{i}]",
+                    f"block {_box_text(block)} lies inside obstacle[{k}] "
+                    f"{_box_text(obstacle.box)}, so it holds no water",
+                )
+
     def cross_checks(self, cfg: Config) -> None:
         """The checks that involve several keys (listed in words in CROSS_CHECKS)."""
         dp = cfg.dp
@@ -893,6 +932,7 @@ class _Builder:
                     f"fluid[{i}]",
                     f"block {_box_text(block)} is not inside the tank {_box_text(tank)}",
                 )
+            self.check_fluid_block(cfg, i, tol)
         for i, obstacle in enumerate(cfg.obstacles):
             box = obstacle.box
             inside_xy = all(

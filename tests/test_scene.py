@@ -223,12 +223,16 @@ def test_fluid_inside_tank_blocks_and_clear_of_obstacles(path: Path) -> None:
         assert np.all(np.linalg.norm(gap, axis=1) >= 0.5 * dp - tol)
 
 
-def test_overlapping_fluid_blocks_count_once() -> None:
-    base = BOX_CASE.format(layers=1, hollow="false")
+def test_touching_fluid_blocks_fill_the_lattice_once() -> None:
+    base = BOX_CASE.format(layers=1, hollow="false").replace(
+        "max = [0.2, 1.0, 0.2]", "max = [0.1, 1.0, 0.2]"
+    )
     one = build_scene(loads_config(base))
-    extra = "[[fluid]]\nmin = [0.0, 0.0, 0.0]\nmax = [0.1, 1.0, 0.2]\n"
+    extra = "[[fluid]]\nmin = [0.1, 0.0, 0.0]\nmax = [0.2, 1.0, 0.2]\n"
     two = build_scene(loads_config(base + extra))
-    assert two.count(FLUID) == one.count(FLUID) == 4 * 19 * 4
+    assert one.count(FLUID) == 2 * 19 * 4
+    assert two.count(FLUID) == 4 * 19 * 4
+    assert_no_close_pairs(two, 0.05)
 
 
 def test_fluid_is_kept_out_of_an_obstacle() -> None:
