@@ -1032,7 +1032,8 @@ def _type_name(raw: Any) -> str:
     if isinstance(raw, bool):
         return "a boolean"
     if isinstance(raw, list):
-        return f"a list of {len(raw)}"
+        odd = [v for v in raw if isinstance(v, bool) or not isinstance(v, (int, float))]
+        return f"a list of {len(raw)}" + (f" holding {_type_name(odd[0])}" if odd else "")
     names = {int: "an integer", float: "a number", str: "a string", dict: "a table"}
     return names.get(type(raw), "a date or time")
 
