@@ -11,7 +11,7 @@ import pytest
 
 from solver.config import Config, load_config, loads_config
 from solver.particle_kind import ParticleKind
-from solver.scene import Scene, build_scene, face_lattice
+from solver.scene import Scene, build_scene, face_lattice, particle_count_bound
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("*.toml"))
@@ -272,3 +272,18 @@ def test_obstacle_faces_are_exact_when_not_a_multiple_of_dp(seed_scene: Scene) -
     assert ob[:, 0].min() == box.min[0] and ob[:, 1].min() == box.min[1]
     # the bottom layer would sit on the floor's particles: the floor carries it
     assert ob[:, 2].min() == pytest.approx(box.min[2] + cfg.dp)
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_particle_count_bound_without_building(path: Path) -> None:
+    """The count the memory check uses: never below the scene, within 1 % of it."""
+    cfg = load_config(path)
+    built = len(build_scene(cfg))
+    assert built <= particle_count_bound(cfg) <= 1.01 * built
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("hollow", ["true", "false"])
+def test_particle_count_is_exact_for_a_floating_obstacle(layers: int, hollow: str) -> None:
+    cfg = loads_config(BOX_CASE.format(layers=layers, hollow=hollow))
+    assert particle_count_bound(cfg) == len(build_scene(cfg))
