@@ -57,18 +57,24 @@ class BackendInfo:
     taichi_version: str
 
 
-def check_capabilities(backend: str, precision: str, threads: int | None = None) -> None:
-    """Raise BackendError if `backend` cannot run with `precision` or the `threads` option."""
+def check_capabilities(
+    backend: str, precision: str, threads: int | None = None, source: str = "the config"
+) -> None:
+    """Raise BackendError if `backend` cannot run with `precision` or the `threads` option.
+
+    `source` names the case file the precision comes from, for the message.
+    """
     if backend not in CAPABILITIES:
         allowed = ", ".join(BACKEND_CHOICES)
         raise BackendError(f"unknown backend {backend!r}; allowed: {allowed}")
     caps = CAPABILITIES[backend]
     if precision not in caps.precisions:
         able = ", ".join(b for b, c in CAPABILITIES.items() if precision in c.precisions)
+        allowed = " or ".join(f'"{p}"' for p in caps.precisions)
         raise BackendError(
-            f"backend {backend} supports precision {' and '.join(caps.precisions)} only, "
-            f"but the config asks for physics.precision = {precision!r}; "
-            f"use f32 or run on {able}"
+            f'{source}: physics.precision = "{precision}" is not allowed on backend {backend} '
+            f"({caps.note}); allowed there: {allowed}. Set physics.precision = {allowed} "
+            f"(e.g. --set physics.precision={caps.precisions[0]}) or run on {able}"
         )
     if threads is not None and not caps.threads_option:
         raise BackendError(f"--threads applies to the cpu backend only, not to {backend}")
@@ -130,14 +136,16 @@ def start_backend(
     precision: str = "f32",
     threads: int | None = None,
     offline_cache_dir: Path | None = None,
+    source: str = "the config",
 ) -> BackendInfo:
     """Start Taichi on the requested backend and verify it is the one really running.
 
     `threads` caps the CPU backend's thread pool (1 is the sequential reference);
-    `offline_cache_dir` replaces Taichi's default offline-cache folder.
+    `offline_cache_dir` replaces Taichi's default offline-cache folder; `source` names the
+    case file in messages.
     """
     backend = resolve_backend(requested)
-    check_capabilities(backend, precision, threads)
+    check_capabilities(backend, precision, threads, source)
     _init(backend, precision, threads, offline_cache_dir)
     running = _running_arch()
     if running != backend:
@@ -174,12 +182,19 @@ def describe_device(backend: str, threads: int | None = None) -> str:
     return "Apple GPU (Metal)"
 
 
-def _cuda_device_name() -> str | None:
-    """Name of CUDA device 0 through the driver API (Taichi always uses device 0)."""
+def load_libcuda() -> ctypes.CDLL | None:
+    """The CUDA driver library through ctypes, or None where there is none."""
     lib = ctypes.util.find_library("cuda") or "libcuda.so.1"
     try:
-        cuda = ctypes.CDLL(lib)
+        return ctypes.CDLL(lib)
     except OSError:
+        return None
+
+
+def _cuda_device_name() -> str | None:
+    """Name of CUDA device 0 through the driver API (Taichi always uses device 0)."""
+    cuda = load_libcuda()
+    if cuda is None:
         return None
     device = ctypes.c_int()
     name = ctypes.create_string_buffer(256)

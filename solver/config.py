@@ -18,6 +18,7 @@ OpenFPM SPH example (see /work/shared/reference/cases.md, section 1).
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import sys
@@ -26,7 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from solver.lattice import fluid_index_range
 from solver.physics.smoothing_kernels import KERNEL_NAMES
+from solver.toml_lines import key_line
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -125,15 +128,8 @@ class KeySpec:
             return "true or false"
         if self.kind == "str":
             return "letters, digits, _ . -"
-        parts: list[str] = []
-        if self.lo is not None and self.hi is not None:
-            left = "(" if self.lo_open else "["
-            right = ")" if self.hi_open else "]"
-            parts.append(f"{left}{_num(self.lo)}, {_num(self.hi)}{right}")
-        elif self.lo is not None:
-            parts.append(("> " if self.lo_open else ">= ") + _num(self.lo))
-        elif self.hi is not None:
-            parts.append(("< " if self.hi_open else "<= ") + _num(self.hi))
+        bounds = self._bounds_text()
+        parts = [bounds] if bounds else []
         if self.kind == "vec3":
             parts.insert(0, "3 numbers")
         elif self.kind == "int":
@@ -141,6 +137,30 @@ class KeySpec:
         elif not parts:
             parts.append("any number")
         return ", ".join(parts)
+
+    def expected_text(self) -> str:
+        """What a value must be, as messages say it ("a number in (0, 1]", "an integer >= 1")."""
+        if self.choices is not None or self.kind == "bool":
+            return self.allowed_text()
+        if self.kind == "str":
+            return "a string of letters, digits, _ . -"
+        noun = {"float": "a number", "int": "an integer", "vec3": "a list of 3 numbers"}[self.kind]
+        bounds = self._bounds_text()
+        if not bounds:
+            return noun
+        return f"{noun} in {bounds}" if bounds[0] in "([" else f"{noun} {bounds}"
+
+    def _bounds_text(self) -> str:
+        """The numeric bounds: "[1, 8]", "(0, 1]", "> 0", ">= 1", or "" when unbounded."""
+        if self.lo is not None and self.hi is not None:
+            left = "(" if self.lo_open else "["
+            right = ")" if self.hi_open else "]"
+            return f"{left}{_num(self.lo)}, {_num(self.hi)}{right}"
+        if self.lo is not None:
+            return (">= " if not self.lo_open else "> ") + _num(self.lo)
+        if self.hi is not None:
+            return ("<= " if not self.hi_open else "< ") + _num(self.hi)
+        return ""
 
 
 def _num(x: float) -> str:
@@ -249,7 +269,10 @@ CROSS_CHECKS: tuple[str, ...] = (
     "`min < max` on every axis of every box (domain, tank, fluid, obstacle).",
     "`domain.min` and `domain.max` are given together or not at all.",
     "Every side of the tank is at least 2 dp long, every side of an obstacle at least dp.",
-    "At least one `[[fluid]]` block; every fluid block lies inside the tank.",
+    "At least one `[[fluid]]` block; every fluid block lies inside the tank, holds at least one "
+    "lattice point (tank.min + i dp, dp/2 clear of the walls) on every axis, overlaps no other "
+    "fluid block (blocks may touch) and does not lie wholly inside an obstacle (a partly "
+    "covered block is carved around it).",
     "Every obstacle lies inside the tank in x and y and starts at or above the floor; "
     "its top may rise above an open top only.",
     "The domain contains the tank walls (`wall_layers` layers) and every obstacle.",
@@ -487,13 +510,33 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Confi
     else:
         file = Path(path)
         source = str(path)
+    return loads_config(
+        _read_case_file(file), source=source, name=file.stem, overrides=overrides, where=str(file)
+    )
+
+
+def _read_case_file(file: Path) -> str:
+    """The text of a case file, or a ConfigError saying why it cannot be had."""
+    if file.is_dir():
+        raise ConfigError(
+            f"{file}: is a folder; expected a TOML case file such as configs/quick.toml"
+        )
     try:
-        text = file.read_text(encoding="utf-8")
+        data = file.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{file}: no such case file") from None
+    except PermissionError:
+        raise ConfigError(f"{file}: cannot read the case file: permission denied") from None
     except OSError as exc:
-        raise ConfigError(f"{file}: cannot read: {exc}") from None
-    return loads_config(text, source=source, name=file.stem, overrides=overrides, where=str(file))
+        raise ConfigError(f"{file}: cannot read the case file: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{file}, line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x}); "
+            "a case file must be UTF-8 encoded TOML"
+        ) from None
 
 
 def loads_config(
@@ -508,11 +551,26 @@ def loads_config(
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{where}: not valid TOML: {exc}") from None
+        raise ConfigError(_syntax_message(where, str(exc))) from None
     overridden: set[str] = set()
     for item in overrides:
         overridden.add(_apply_override(raw, item, where))
-    return _Builder(raw, where, source, name, overridden).build()
+    return _Builder(raw, where, source, name, overridden, text).build()
+
+
+def _syntax_message(where: str, detail: str) -> str:
+    """A TOML syntax error as "file, line L, column C: not valid TOML: what tomllib says"."""
+    found = re.search(r"\s*\(at line (\d+), column (\d+)\)$", detail)
+    if found is None:
+        return f"{where}: not valid TOML: {detail}"
+    what = detail[: found.start()]
+    return f"{where}, line {found[1]}, column {found[2]}: not valid TOML: {what}"
+
+
+def _suggestion(name: str, known: Sequence[str]) -> str:
+    """ "; did you mean 'x'?" for the closest known name, or "." when none is close."""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else "."
 
 
 def _parse_value(text: str) -> Any:
@@ -531,7 +589,7 @@ def _parse_value(text: str) -> Any:
 def _apply_override(raw: dict[str, Any], item: str, where: str) -> str:
     """Put one "section.key=value" into the parsed TOML; returns the dotted key."""
     if "=" not in item:
-        raise ConfigError(f"{where}: --set {item!r}: expected section.key=value")
+        raise ConfigError(f"{where}: --set {item!r}: expected section.key=value, e.g. time.end=0.5")
     dotted, value_text = (s.strip() for s in item.split("=", 1))
     section, _, key = dotted.rpartition(".")
     plain = [s for s in SECTIONS if s not in ARRAY_SECTIONS]
@@ -542,13 +600,13 @@ def _apply_override(raw: dict[str, Any], item: str, where: str) -> str:
         )
     if section not in plain:
         raise ConfigError(
-            f"{where}: --set {dotted}: unknown section {section!r}; "
-            f"sections that can be set: {', '.join(plain)}"
+            f"{where}: --set {dotted}: unknown section {section!r}"
+            f"{_suggestion(section, plain)} Sections that can be set: {', '.join(plain)}"
         )
     if key not in _keys_of(section):
         raise ConfigError(
-            f"{where}: --set {dotted}: unknown key {key!r} in [{section}]; "
-            f"allowed: {', '.join(_keys_of(section))}"
+            f"{where}: --set {dotted}: unknown key {key!r} in [{section}]"
+            f"{_suggestion(key, _keys_of(section))} Allowed: {', '.join(_keys_of(section))}"
         )
     if value_text == "":
         raise ConfigError(f"{where}: --set {dotted}: empty value")
@@ -563,21 +621,46 @@ class _Builder:
     """Turns the parsed TOML dict into a Config, raising ConfigError at the first problem."""
 
     def __init__(
-        self, raw: dict[str, Any], where: str, source: str, name: str, overridden: set[str]
+        self,
+        raw: dict[str, Any],
+        where: str,
+        source: str,
+        name: str,
+        overridden: set[str],
+        text: str = "",
     ) -> None:
         self.raw = raw
         self.where = where
         self.source = source
         self.default_name = name
         self.overridden = overridden
+        self.text = text
 
     # -- messages ---------------------------------------------------------------------------
+
+    def located(self, section: str, key: str | None = None, index: int | None = None) -> str:
+        """ "file, line N" for a key of a section (or the section), or just the file."""
+        line = key_line(self.text, section, key, index)
+        return self.where if line is None else f"{self.where}, line {line}"
+
+    def at(self, key: str) -> str:
+        """`located` for a dotted key as messages name it ("fluid[1].min", "tank")."""
+        if re.sub(r"\[\d+\]", "", key) in self.overridden:
+            return self.where
+        for section in sorted(SECTIONS, key=len, reverse=True):
+            rest = key.removeprefix(section)
+            found = re.fullmatch(r"(?:\[(\d+)\])?(?:\.(.+))?", rest) if rest != key else None
+            if found is not None:
+                index = int(found[1]) if found[1] is not None else None
+                return self.located(section, found[2], index)
+        return self.where
 
     def error(self, key: str, message: str) -> ConfigError:
         """An error about `key` (dotted, with [i] for array entries)."""
         plain = re.sub(r"\[\d+\]", "", key)
         origin = " (from --set)" if plain in self.overridden else ""
-        return ConfigError(f"{self.where}: {key}{origin}: {message}")
+        sep = " " if message.startswith("= ") else ": "
+        return ConfigError(f"{self.at(key)}: {key}{origin}{sep}{message}")
 
     # -- raw access -------------------------------------------------------------------------
 
@@ -585,7 +668,7 @@ class _Builder:
         """A plain section as a dict ({} when absent), unknown keys rejected."""
         value = self.raw.get(section, {})
         if not isinstance(value, dict):
-            raise ConfigError(f"{self.where}: [{section}] must be a table, not a value")
+            raise self.error(section, f"= {value!r} must be a table, written [{section}]")
         self.check_keys(value, section, section)
         return value
 
@@ -597,9 +680,7 @@ class _Builder:
         else:
             value = self.raw.get(section, [])
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-            raise ConfigError(
-                f"{self.where}: {section} must be an array of tables, written [[{section}]]"
-            )
+            raise self.error(section, f"must be an array of tables, written [[{section}]]")
         for i, entry in enumerate(value):
             self.check_keys(entry, section, f"{section}[{i}]")
         return value
@@ -610,18 +691,27 @@ class _Builder:
         for key in table:
             if key not in allowed:
                 raise ConfigError(
-                    f"{self.where}: unknown key {label}.{key}; allowed in [{section}]: "
-                    f"{', '.join(allowed)}"
+                    f"{self.at(f'{label}.{key}')}: unknown key {label}.{key}"
+                    f"{_suggestion(key, allowed)} Allowed in [{section}]: {', '.join(allowed)}"
                 )
 
     def check_sections(self) -> None:
         """Reject unknown top-level sections and stray values."""
         top = sorted({s.split(".")[0] for s in SECTIONS})
-        for section in self.raw:
-            if section not in top:
+        for section, value in self.raw.items():
+            if section in top:
+                continue
+            if not isinstance(value, (dict, list)):
+                homes = [f"[{s.section}]" for s in SCHEMA if s.key == section]
+                hint = f"; it belongs in {' or '.join(homes)}" if homes else ""
                 raise ConfigError(
-                    f"{self.where}: unknown section [{section}]; allowed: {', '.join(SECTIONS)}"
+                    f"{self.located('', section)}: key {section!r} is outside any section{hint}. "
+                    f"Every key belongs in a section: {', '.join(SECTIONS)}"
                 )
+            raise ConfigError(
+                f"{self.located(section)}: unknown section [{section}]"
+                f"{_suggestion(section, top)} Allowed: {', '.join(SECTIONS)}"
+            )
         probes = self.raw.get("probes", {})
         if not isinstance(probes, dict):
             raise ConfigError(
@@ -630,8 +720,9 @@ class _Builder:
         for sub in probes:
             if f"probes.{sub}" not in SECTIONS:
                 raise ConfigError(
-                    f"{self.where}: unknown section probes.{sub}; allowed: probes.height, "
-                    "probes.pressure"
+                    f"{self.located(f'probes.{sub}')}: unknown section probes.{sub}"
+                    f"{_suggestion(sub, ['height', 'pressure'])} "
+                    "Allowed: probes.height, probes.pressure"
                 )
 
     def value(self, table: Mapping[str, Any], section: str, key: str, label: str) -> Any:
@@ -646,7 +737,8 @@ class _Builder:
 
     def convert(self, spec: KeySpec, raw: Any, dotted: str) -> Any:
         """Check one value against its KeySpec; returns it in its stored type."""
-        bad = f"= {raw!r} is not allowed; expected {spec.allowed_text()}"
+        note = "" if _fits(spec.kind, raw) else f" ({_type_name(raw)})"
+        bad = f"= {_shown(raw)}{note} is not allowed; expected {spec.expected_text()}"
         if spec.kind == "bool":
             if not isinstance(raw, bool):
                 raise self.error(dotted, bad)
@@ -698,7 +790,9 @@ class _Builder:
         for a, axis in enumerate("xyz"):
             if not lo[a] < hi[a]:
                 raise self.error(
-                    f"{label}.min", f"min {list(lo)} must be < max {list(hi)} on {axis}"
+                    f"{label}.min",
+                    f"min {list(lo)} must be < max {list(hi)} on {axis} (the box is empty or "
+                    "inverted)",
                 )
         return Box(lo, hi)
 
@@ -785,6 +879,39 @@ class _Builder:
         self.cross_checks(cfg)
         return cfg
 
+    def check_fluid_block(self, cfg: Config, i: int, tol: float) -> None:
+        """Fluid block i holds particles, overlaps no earlier block and no obstacle wholly."""
+        block = cfg.fluid_blocks[i]
+        tank = cfg.tank.box
+        for a, axis in enumerate("xyz"):
+            points = fluid_index_range(
+                tank.min[a], tank.max[a], block.min[a], block.max[a], cfg.dp, tol
+            )
+            if not points:
+                raise self.error(
+                    f"fluid[{i}]",
+                    f"block {_box_text(block)} holds no particle: on {axis}, no lattice point "
+                    f"tank.min + i dp (dp = {cfg.dp:g}) lies in ({block.min[a]:g}, "
+                    f"{block.max[a]:g}] at least dp/2 from the walls; make it thicker",
+                )
+        for j, other in enumerate(cfg.fluid_blocks[:i]):
+            if all(
+                min(block.max[a], other.max[a]) - max(block.min[a], other.min[a]) > tol
+                for a in range(3)
+            ):
+                raise self.error(
+                    f"fluid[{i}]",
+                    f"block {_box_text(block)} overlaps fluid[{j}] {_box_text(other)}; "
+                    "fluid blocks may touch but not overlap",
+                )
+        for k, obstacle in enumerate(cfg.obstacles):
+            if obstacle.box.contains_box(block, tol):
+                raise self.error(
+                    f"fluid[{i}]",
+                    f"block {_box_text(block)} lies inside obstacle[{k}] "
+                    f"{_box_text(obstacle.box)}, so it holds no water",
+                )
+
     def cross_checks(self, cfg: Config) -> None:
         """The checks that involve several keys (listed in words in CROSS_CHECKS)."""
         dp = cfg.dp
@@ -805,6 +932,7 @@ class _Builder:
                     f"fluid[{i}]",
                     f"block {_box_text(block)} is not inside the tank {_box_text(tank)}",
                 )
+            self.check_fluid_block(cfg, i, tol)
         for i, obstacle in enumerate(cfg.obstacles):
             box = obstacle.box
             inside_xy = all(
@@ -886,6 +1014,41 @@ class _Builder:
                 f"{cfg.output.probe_interval:g} is longer than time.end = {t.end:g}; allowed: "
                 "at most time.end",
             )
+
+
+def _fits(kind: str, raw: Any) -> bool:
+    """Whether a TOML value has the type a key of `kind` needs (its range aside)."""
+    if kind == "vec3":
+        return isinstance(raw, list) and len(raw) == 3 and all(_fits("float", v) for v in raw)
+    if isinstance(raw, bool):
+        return kind == "bool"
+    if kind == "float":
+        return isinstance(raw, (int, float))
+    return isinstance(raw, {"int": int, "str": str}.get(kind, bool))
+
+
+def _type_name(raw: Any) -> str:
+    """A TOML value's type in words, for messages."""
+    if isinstance(raw, bool):
+        return "a boolean"
+    if isinstance(raw, list):
+        odd = [v for v in raw if isinstance(v, bool) or not isinstance(v, (int, float))]
+        return f"a list of {len(raw)}" + (f" holding {_type_name(odd[0])}" if odd else "")
+    names = {int: "an integer", float: "a number", str: "a string", dict: "a table"}
+    return names.get(type(raw), "a date or time")
+
+
+def _shown(raw: Any) -> str:
+    """A TOML value written as in the file (true, "text", [1, 2])."""
+    if isinstance(raw, bool):
+        return "true" if raw else "false"
+    if isinstance(raw, str):
+        return f'"{raw}"'
+    if isinstance(raw, list):
+        return "[" + ", ".join(_shown(v) for v in raw) + "]"
+    if isinstance(raw, dict):
+        return "{" + ", ".join(f"{k} = {_shown(v)}" for k, v in raw.items()) + "}"
+    return str(raw)
 
 
 def _box_text(box: Box) -> str:

@@ -15,6 +15,8 @@ moves two coordinates at most as far apart as they were, so no neighbour within 
 ever missed, even for particles outside the domain. Memory is O(capacity + cells).
 """
 
+import math
+
 import numpy as np
 import taichi as ti
 
@@ -155,6 +157,16 @@ def _assign_keys(
         index_by_id[ids[i]] = i
 
 
+def grid_dims(lo, hi, support_radius: float) -> tuple[int, int, int]:
+    """Cells per axis of a grid over [lo, hi] with cells of support_radius / CELLS_PER_SUPPORT."""
+    cell = float(support_radius) / CELLS_PER_SUPPORT
+    nx, ny, nz = (
+        max(math.ceil((float(top) - float(bottom)) / cell), 1)
+        for bottom, top in zip(lo, hi, strict=True)
+    )
+    return nx, ny, nz
+
+
 class CellGrid:
     """A uniform cell grid over the box [lo, hi] for up to `capacity` particles.
 
@@ -169,7 +181,7 @@ class CellGrid:
             raise ValueError("grid needs lo < hi on every axis and a positive support radius")
         self.support_radius = float(support_radius)
         self.cell_size = self.support_radius / CELLS_PER_SUPPORT
-        self.dims = np.maximum(np.ceil((hi - self.lo) / self.cell_size).astype(np.int64), 1)
+        self.dims = np.array(grid_dims(self.lo, hi, self.support_radius), dtype=np.int64)
         self.num_cells = int(np.prod(self.dims))
         if self.num_cells >= 2**31 - 2:
             raise ValueError(f"grid of {self.num_cells} cells is too large for 32-bit keys")
@@ -191,6 +203,16 @@ class CellGrid:
             self.inv_cell,
             ti.Vector([int(d) for d in self.dims], dt=ti.i32),
             self.cell_offsets,
+        )
+
+    @staticmethod
+    def nbytes(num_cells: int, capacity: int) -> int:
+        """Device bytes a grid of `num_cells` cells for `capacity` particles allocates."""
+        cap = max(int(capacity), 1)
+        return (
+            4 * (4 * cap + num_cells + 1 + DROP_REASONS)
+            + StableKeySort.nbytes(cap)
+            + ExclusiveScan.nbytes(num_cells + 1)
         )
 
     @property

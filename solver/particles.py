@@ -6,6 +6,8 @@ a small array). The work arrays (acceleration, rates, time-step terms, removal f
 recomputed every step and are never reordered.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 import taichi as ti
 
@@ -14,16 +16,51 @@ from solver.snapshot import Snapshot
 
 Array = ti.types.ndarray(ndim=1)
 
-STATE = (
-    "position",
-    "velocity",
-    "velocity_prev",
-    "density",
-    "density_prev",
-    "pressure",
-    "kind",
-    "id",
-)
+INT_BYTES = 4
+"""Bytes of an i32 element (kinds, ids, flags)."""
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """One per-particle array: its components, element type and copies."""
+
+    components: int
+    """1 for a scalar, 3 for a vector."""
+    real: bool
+    """In the run's precision (f32 or f64); otherwise i32."""
+    spare: bool = False
+    """Has a second copy that a reorder swaps in."""
+    symplectic_only: bool = False
+    """Allocated only for the symplectic scheme."""
+
+    def nbytes(self, real_bytes: int) -> int:
+        """Bytes per particle of this array with its spare."""
+        element = self.components * (real_bytes if self.real else INT_BYTES)
+        return element * (2 if self.spare else 1)
+
+
+LAYOUT: dict[str, ArraySpec] = {
+    "position": ArraySpec(3, True, spare=True),
+    "velocity": ArraySpec(3, True, spare=True),
+    "velocity_prev": ArraySpec(3, True, spare=True),
+    "density": ArraySpec(1, True, spare=True),
+    "density_prev": ArraySpec(1, True, spare=True),
+    "pressure": ArraySpec(1, True, spare=True),
+    "kind": ArraySpec(1, False, spare=True),
+    "id": ArraySpec(1, False, spare=True),
+    "position_prev": ArraySpec(3, True, spare=True, symplectic_only=True),
+    "acceleration": ArraySpec(3, True),
+    "density_rate": ArraySpec(1, True),
+    "dt_terms": ArraySpec(3, True),
+    "removed": ArraySpec(1, False),
+}
+"""Every array of ParticleArrays: what `__init__` allocates and the memory estimate counts.
+
+dt_terms holds per particle |a| and |v| (fluid only) and max_j |v_ij . r_ij| / (r^2 + eta^2);
+removed is the removal flag (0 kept, else the reason).
+"""
+
+STATE = tuple(name for name, spec in LAYOUT.items() if spec.spare and not spec.symplectic_only)
 """The reordered arrays, in the argument order of `_reorder_state`."""
 
 
@@ -72,33 +109,29 @@ class ParticleArrays:
         self.count = 0
         self.keep_position_prev = keep_position_prev
 
-        def vec() -> ti.Ndarray:
-            return ti.Vector.ndarray(3, dtype, shape=capacity)
+        def make(name: str) -> ti.Ndarray | None:
+            spec = LAYOUT[name]
+            if spec.symplectic_only and not keep_position_prev:
+                return None
+            kind = dtype if spec.real else ti.i32
+            if spec.components == 1:
+                return ti.ndarray(kind, shape=capacity)
+            return ti.Vector.ndarray(spec.components, kind, shape=capacity)
 
-        def scalar(kind=dtype) -> ti.Ndarray:
-            return ti.ndarray(kind, shape=capacity)
+        for name in LAYOUT:
+            setattr(self, name, make(name))
+        self._spare = {name: make(name) for name in STATE}
+        self._position_prev_spare = make("position_prev")
 
-        makers = {
-            "position": vec,
-            "velocity": vec,
-            "velocity_prev": vec,
-            "density": scalar,
-            "density_prev": scalar,
-            "pressure": scalar,
-            "kind": lambda: scalar(ti.i32),
-            "id": lambda: scalar(ti.i32),
-        }
-        for name in STATE:
-            setattr(self, name, makers[name]())
-        self._spare = {name: makers[name]() for name in STATE}
-        self.position_prev = vec() if keep_position_prev else None
-        self._position_prev_spare = vec() if keep_position_prev else None
-
-        self.acceleration = vec()
-        self.density_rate = scalar()
-        self.dt_terms = vec()
-        """Per particle: |a| and |v| (fluid only) and max_j |v_ij . r_ij| / (r^2 + eta^2)."""
-        self.removed = scalar(ti.i32)
+    @staticmethod
+    def nbytes(capacity: int, real_bytes: int, keep_position_prev: bool = False) -> int:
+        """Device bytes that `ParticleArrays(capacity, ...)` allocates, spares included."""
+        per_particle = sum(
+            spec.nbytes(real_bytes)
+            for spec in LAYOUT.values()
+            if keep_position_prev or not spec.symplectic_only
+        )
+        return capacity * per_particle
 
     def load(
         self, position: np.ndarray, kind: np.ndarray, density: np.ndarray, pressure: np.ndarray

@@ -18,6 +18,7 @@ import taichi as ti
 from solver import __version__
 from solver.backend import BackendError, check_capabilities, start_backend
 from solver.config import Config, ConfigError, config_to_toml, load_config
+from solver.memory import check_memory
 from solver.output.files import OutputExistsError, atomic_write_text, prepare_output_dir
 from solver.output.observers import RunObservers
 from solver.output.progress import ProgressBar, format_duration
@@ -45,9 +46,10 @@ def run_simulation(
     """
     out_dir = Path(out_dir)
     if backend != "auto":
-        check_capabilities(backend, cfg.physics.precision, threads)
+        check_capabilities(backend, cfg.physics.precision, threads, source=cfg.source)
     prepare_output_dir(out_dir, force)
-    info = start_backend(backend, cfg.physics.precision, threads)
+    info = start_backend(backend, cfg.physics.precision, threads, source=cfg.source)
+    check_memory(cfg, info)
     started = wallclock.perf_counter()
     sim = Simulation(cfg)
     counts = sim.scene.counts()

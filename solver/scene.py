@@ -27,14 +27,16 @@ are kept dp/2 apart from each other, no two particles in a scene are closer than
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from solver.config import Box, Config, ConfigError, TankConfig, geometric_tolerance
+from solver.lattice import face_lattice_size, fluid_index_range
 from solver.particle_kind import ParticleKind
 
-__all__ = ["Scene", "build_scene", "face_lattice"]
+__all__ = ["Scene", "build_scene", "face_lattice", "particle_count_bound"]
 
 
 @dataclass(frozen=True)
@@ -68,9 +70,7 @@ class Scene:
 
 def face_lattice(lo: float, hi: float, dp: float, tol: float = 0.0) -> np.ndarray:
     """lo, lo + dp, ... while <= hi - dp/2 (within tol), then hi: both faces exactly covered."""
-    n = int(np.floor((hi - lo - 0.5 * dp + tol) / dp))
-    inner = lo + dp * np.arange(0, max(n, 0) + 1)
-    inner = inner[inner <= hi - 0.5 * dp + tol]
+    inner = lo + dp * np.arange(face_lattice_size(lo, hi, dp, tol) - 1)
     return np.append(inner, hi)
 
 
@@ -140,19 +140,22 @@ def fluid_particles(cfg: Config, tol: float) -> np.ndarray:
     tank = cfg.tank.box
     keys: list[np.ndarray] = []
     for block in cfg.fluid_blocks:
-        index_axes = []
-        for a in range(3):
-            i = np.arange(int(np.ceil(tank.size[a] / dp)) + 2)
-            x = tank.min[a] + dp * i
-            keep = (x > block.min[a] + tol) & (x <= block.max[a] + tol)
-            keep &= (x >= tank.min[a] + 0.5 * dp - tol) & (x <= tank.max[a] - 0.5 * dp + tol)
-            index_axes.append(i[keep])
+        index_axes = [
+            np.array(_block_indices(tank, block, a, dp, tol), dtype=np.int64) for a in range(3)
+        ]
         keys.append(_product(*index_axes).astype(np.int64))
     index = np.unique(np.concatenate(keys, axis=0), axis=0)  # overlapping blocks: once
     points = np.asarray(tank.min) + dp * index
     for obstacle in cfg.obstacles:
         points = points[_distance_to_box(points, obstacle.box) >= 0.5 * dp - tol]
     return points
+
+
+def _block_indices(tank: Box, block: Box, axis: int, dp: float, tol: float) -> range:
+    """Lattice indices i (point tank.min + i dp) of a fluid block along one axis."""
+    return fluid_index_range(
+        tank.min[axis], tank.max[axis], block.min[axis], block.max[axis], dp, tol
+    )
 
 
 def _distance_to_box(points: np.ndarray, box: Box) -> np.ndarray:
@@ -207,3 +210,34 @@ def build_scene(cfg: Config) -> Scene:
         ]
     )
     return Scene(position=position.astype(np.float64), kind=kind)
+
+
+def particle_count_bound(cfg: Config) -> int:
+    """The particles `build_scene` makes, counted without placing them (for the memory check).
+
+    Exact unless some points are dropped for lying within dp/2 of another set: fluid carved out
+    around obstacles, obstacle points on the tank walls or on an earlier obstacle. Those are
+    counted too, so the result is an upper bound.
+    """
+    dp = cfg.dp
+    tol = geometric_tolerance(cfg)
+    tank = cfg.tank.box
+    fluid = sum(
+        math.prod(len(_block_indices(tank, block, a, dp, tol)) for a in range(3))
+        for block in cfg.fluid_blocks
+    )
+    layers = cfg.tank.wall_layers
+    total, unmarked = [], []
+    for a in range(3):
+        middle = face_lattice_size(tank.min[a], tank.max[a], dp, tol) - 2
+        open_top = a == 2 and cfg.tank.open_top
+        total.append(layers + middle + (1 if open_top else layers))
+        unmarked.append(middle + (1 if open_top else 0))
+    walls = math.prod(total) - math.prod(unmarked)
+    obstacles = 0
+    for obstacle in cfg.obstacles:
+        box = obstacle.box
+        sizes = [face_lattice_size(box.min[a], box.max[a], dp, tol) for a in range(3)]
+        hollow_core = math.prod(max(n - 2 * layers, 0) for n in sizes) if obstacle.hollow else 0
+        obstacles += math.prod(sizes) - hollow_core
+    return fluid + walls + obstacles

@@ -23,6 +23,7 @@ from solver.config import (
     loads_config,
 )
 from solver.physics.smoothing_kernels import KERNEL_NAMES
+from solver.toml_lines import key_line
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("*.toml"))
@@ -388,3 +389,42 @@ def test_configuration_docs_are_up_to_date() -> None:
     assert committed == generated, "run: python3 scripts/gen_config_docs.py"
     for spec in SCHEMA:
         assert f"`{spec.key}`" in generated
+
+
+# -- where a key is written -----------------------------------------------------------------
+
+LINES_TEXT = """# a comment
+[particles]
+dp = 0.05  # m
+
+[[fluid]]
+min = [0.0, 0.0, 0.0]
+max = [0.3, 0.5, 0.3]
+
+[[fluid]]
+max = [0.6, 0.5, 0.3]
+
+[ probes . height ]
+"x" = 1.0
+physics.kernel = "x"
+"""
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "index", "line"),
+    [
+        ("particles", "dp", None, 3),
+        ("particles", None, None, 2),
+        ("fluid", "max", 0, 7),
+        ("fluid", "max", 1, 10),
+        ("fluid", "min", 1, 9),  # not written in that entry: its header
+        ("fluid", None, 2, None),
+        ("probes.height", "x", None, 13),
+        ("physics", "kernel", None, None),  # a dotted key inside another table
+        ("time", "end", None, None),
+    ],
+)
+def test_key_line_follows_headers_and_keys(
+    section: str, key: str | None, index: int | None, line: int | None
+) -> None:
+    assert key_line(LINES_TEXT, section, key, index) == line

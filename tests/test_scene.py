@@ -11,7 +11,7 @@ import pytest
 
 from solver.config import Config, load_config, loads_config
 from solver.particle_kind import ParticleKind
-from solver.scene import Scene, build_scene, face_lattice
+from solver.scene import Scene, build_scene, face_lattice, particle_count_bound
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("*.toml"))
@@ -223,12 +223,16 @@ def test_fluid_inside_tank_blocks_and_clear_of_obstacles(path: Path) -> None:
         assert np.all(np.linalg.norm(gap, axis=1) >= 0.5 * dp - tol)
 
 
-def test_overlapping_fluid_blocks_count_once() -> None:
-    base = BOX_CASE.format(layers=1, hollow="false")
+def test_touching_fluid_blocks_fill_the_lattice_once() -> None:
+    base = BOX_CASE.format(layers=1, hollow="false").replace(
+        "max = [0.2, 1.0, 0.2]", "max = [0.1, 1.0, 0.2]"
+    )
     one = build_scene(loads_config(base))
-    extra = "[[fluid]]\nmin = [0.0, 0.0, 0.0]\nmax = [0.1, 1.0, 0.2]\n"
+    extra = "[[fluid]]\nmin = [0.1, 0.0, 0.0]\nmax = [0.2, 1.0, 0.2]\n"
     two = build_scene(loads_config(base + extra))
-    assert two.count(FLUID) == one.count(FLUID) == 4 * 19 * 4
+    assert one.count(FLUID) == 2 * 19 * 4
+    assert two.count(FLUID) == 4 * 19 * 4
+    assert_no_close_pairs(two, 0.05)
 
 
 def test_fluid_is_kept_out_of_an_obstacle() -> None:
@@ -268,3 +272,18 @@ def test_obstacle_faces_are_exact_when_not_a_multiple_of_dp(seed_scene: Scene) -
     assert ob[:, 0].min() == box.min[0] and ob[:, 1].min() == box.min[1]
     # the bottom layer would sit on the floor's particles: the floor carries it
     assert ob[:, 2].min() == pytest.approx(box.min[2] + cfg.dp)
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_particle_count_bound_without_building(path: Path) -> None:
+    """The count the memory check uses: never below the scene, within 1 % of it."""
+    cfg = load_config(path)
+    built = len(build_scene(cfg))
+    assert built <= particle_count_bound(cfg) <= 1.01 * built
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("hollow", ["true", "false"])
+def test_particle_count_is_exact_for_a_floating_obstacle(layers: int, hollow: str) -> None:
+    cfg = loads_config(BOX_CASE.format(layers=layers, hollow=hollow))
+    assert particle_count_bound(cfg) == len(build_scene(cfg))

@@ -71,6 +71,16 @@ def _store_vector(out: ti.types.ndarray(ndim=1), out_index: ti.i32, value: float
     out[out_index].fill(value)
 
 
+def level_sizes(capacity: int) -> list[int]:
+    """Elements of the partial-result array of each level, for up to `capacity` inputs."""
+    sizes = []
+    size = max(int(capacity), 1)
+    while size > CHUNK:
+        size = (size + CHUNK - 1) // CHUNK
+        sizes.append(size)
+    return sizes
+
+
 class Reducer:
     """Sum, min and max over the first n elements of 1-D float arrays of up to `capacity`.
 
@@ -80,16 +90,19 @@ class Reducer:
     """
 
     def __init__(self, capacity: int, dtype=ti.f32, components: int = 1) -> None:
-        self._levels: list[ti.Ndarray] = []
         self._vector = components > 1
-        size = max(int(capacity), 1)
-        while size > CHUNK:
-            size = (size + CHUNK - 1) // CHUNK
-            if self._vector:
-                self._levels.append(ti.Vector.ndarray(components, dtype, shape=size))
-            else:
-                self._levels.append(ti.ndarray(dtype, shape=size))
+        self._levels = [
+            ti.Vector.ndarray(components, dtype, shape=size)
+            if self._vector
+            else ti.ndarray(dtype, shape=size)
+            for size in level_sizes(capacity)
+        ]
         self.capacity = max(int(capacity), 1)
+
+    @staticmethod
+    def nbytes(capacity: int, real_bytes: int, components: int = 1) -> int:
+        """Device bytes of the partial results a `Reducer(capacity, ...)` allocates."""
+        return components * real_bytes * sum(level_sizes(capacity))
 
     def sum(self, values: ti.Ndarray, n: int, out: ti.Ndarray, index: int = 0) -> None:
         """out[index] = values[0] + ... + values[n-1], in a fixed order (0 when n is 0)."""

@@ -51,6 +51,16 @@ def _serial_scan(values: I32Array, out: I32Array, n: ti.i32, total: I32Array):
         total[0] = running
 
 
+def level_sizes(capacity: int, chunk: int = DEFAULT_CHUNK) -> list[int]:
+    """Elements of the chunk-sum array of each level below the input, for `capacity` inputs."""
+    sizes = []
+    size = max(int(capacity), 1)
+    while size > chunk:
+        size = (size + chunk - 1) // chunk
+        sizes.append(size)
+    return sizes
+
+
 class ExclusiveScan:
     """Exclusive prefix sum for i32 ndarrays of up to `capacity` elements.
 
@@ -62,11 +72,14 @@ class ExclusiveScan:
         self.capacity = max(int(capacity), 1)
         self.chunk = int(chunk)
         self.total = ti.ndarray(ti.i32, shape=1)
-        self._levels: list[ti.Ndarray] = []
-        size = self.capacity
-        while size > self.chunk:
-            size = (size + self.chunk - 1) // self.chunk
-            self._levels.append(ti.ndarray(ti.i32, shape=size))
+        self._levels = [
+            ti.ndarray(ti.i32, shape=size) for size in level_sizes(self.capacity, self.chunk)
+        ]
+
+    @staticmethod
+    def nbytes(capacity: int, chunk: int = DEFAULT_CHUNK) -> int:
+        """Device bytes of the scratch an `ExclusiveScan(capacity, chunk)` allocates."""
+        return 4 * (1 + sum(level_sizes(capacity, chunk)))
 
     def __call__(self, values: ti.Ndarray, out: ti.Ndarray, n: int) -> None:
         """Write to out[i] the sum of values[0:i] for i < n; elements from n on are untouched."""

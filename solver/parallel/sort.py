@@ -86,6 +86,12 @@ def digit_plan(key_bits: int, max_digit_bits: int = MAX_DIGIT_BITS) -> tuple[int
     return passes, digit_bits, max(1 << digit_bits, 32)
 
 
+def histogram_size(capacity: int, max_digit_bits: int = MAX_DIGIT_BITS) -> int:
+    """Histogram elements for up to `capacity` keys: a column of 2**bits per 32-element chunk
+    (the smallest chunk `digit_plan` gives)."""
+    return (1 << max_digit_bits) * (-(-max(int(capacity), 1) // 32))
+
+
 class StableKeySort:
     """Stable radix sort of i32 (key, value) pairs for up to `capacity` elements.
 
@@ -95,12 +101,17 @@ class StableKeySort:
     def __init__(self, capacity: int, max_digit_bits: int = MAX_DIGIT_BITS) -> None:
         self.capacity = max(int(capacity), 1)
         self.max_digit_bits = max_digit_bits
-        radix = 1 << max_digit_bits
-        histogram_size = radix * (-(-self.capacity // 32))
-        self._histogram = ti.ndarray(ti.i32, shape=histogram_size)
-        self._scan = ExclusiveScan(histogram_size)
+        size = histogram_size(self.capacity, max_digit_bits)
+        self._histogram = ti.ndarray(ti.i32, shape=size)
+        self._scan = ExclusiveScan(size)
         self._keys_tmp = ti.ndarray(ti.i32, shape=self.capacity)
         self._values_tmp = ti.ndarray(ti.i32, shape=self.capacity)
+
+    @staticmethod
+    def nbytes(capacity: int, max_digit_bits: int = MAX_DIGIT_BITS) -> int:
+        """Device bytes of the scratch a `StableKeySort(capacity, ...)` allocates."""
+        size = histogram_size(capacity, max_digit_bits)
+        return 4 * (size + 2 * max(int(capacity), 1)) + ExclusiveScan.nbytes(size)
 
     def __call__(
         self,

@@ -1,0 +1,141 @@
+"""The memory check: the estimate counts what the solver really allocates, is computed from
+the config alone (no scene built), and a run that cannot fit is refused with the figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import conftest
+import numpy as np
+import pytest
+import taichi as ti
+
+from solver import memory
+from solver.backend import BackendInfo
+from solver.cli import main
+from solver.config import Config, load_config
+from solver.memory import InsufficientMemoryError, check_memory, estimate
+from solver.particles import LAYOUT, ParticleArrays
+from solver.scene import build_scene
+from solver.simulation import Simulation
+
+ROOT = Path(__file__).resolve().parents[1]
+STILL_WATER = ROOT / "tests" / "data" / "still_water.toml"
+QUICK = ROOT / "configs" / "quick.toml"
+
+
+def device_arrays(root: object) -> list[ti.Ndarray]:
+    """Every Taichi ndarray reachable from `root` through solver objects, each once."""
+    found: dict[int, ti.Ndarray] = {}
+    seen: set[int] = set()
+    todo = [root]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, ti.Ndarray):
+            found[id(obj)] = obj
+        elif isinstance(obj, (list, tuple)):
+            todo.extend(obj)
+        elif isinstance(obj, dict):
+            todo.extend(obj.values())
+        elif type(obj).__module__.startswith("solver."):
+            todo.extend(vars(obj).values())
+    return list(found.values())
+
+
+def allocated_bytes(root: object) -> int:
+    """Sum of the bytes of every device array reachable from `root`."""
+    return sum(np.asarray(a.to_numpy()).nbytes for a in device_arrays(root))
+
+
+def cpu_info() -> BackendInfo:
+    """A BackendInfo for the CPU, without starting anything."""
+    return BackendInfo("cpu", "test CPU", "f32", None, "1.7.4")
+
+
+@pytest.mark.parametrize(
+    ("real_bytes", "symplectic", "expected"), [(4, False, 144), (4, True, 168), (8, False, 268)]
+)
+def test_bytes_per_particle_follow_the_layout(
+    real_bytes: int, symplectic: bool, expected: int
+) -> None:
+    # 8 state arrays (12 reals, 2 ints) with spares, 4 work arrays (7 reals, 1 int),
+    # and the symplectic scheme's position_prev with its spare (3 reals x 2)
+    assert ParticleArrays.nbytes(1, real_bytes, keep_position_prev=symplectic) == expected
+    assert set(LAYOUT) >= {"position", "velocity", "density", "removed", "position_prev"}
+
+
+@pytest.mark.parametrize("integrator", ["verlet", "symplectic"])
+def test_estimate_matches_what_a_simulation_allocates(on_cpu: str, integrator: str) -> None:
+    cfg = load_config(STILL_WATER, [f"time.integrator={integrator}"])
+    sim = Simulation(cfg)
+    need = estimate(cfg)
+    assert need.particles == len(sim.scene)  # no obstacle: the lattice count is exact
+    particles = ParticleArrays.nbytes(
+        need.particles, 4, keep_position_prev=integrator == "symplectic"
+    )
+    assert allocated_bytes(sim.particles) == particles
+    actual = allocated_bytes(sim)
+    assert abs(need.device_bytes - actual) <= 0.2 * actual, (need.device_bytes, actual)
+
+
+def test_particle_bound_of_the_quick_case_is_close(on_cpu: str) -> None:
+    # an obstacle standing on the floor: its points on the floor are counted but not placed
+    cfg = load_config(QUICK)
+    need = estimate(cfg)
+    built = len(build_scene(cfg))
+    assert built <= need.particles <= 1.05 * built
+
+
+def test_a_run_that_cannot_fit_is_refused_with_the_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(memory, "available_bytes", lambda backend: 1_000_000)
+    try:
+        code = main(["run", str(STILL_WATER), "--backend", "cpu", "--out", str(tmp_path / "o")])
+    finally:
+        conftest._current = None
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err
+    needed = memory._size(estimate(load_config(STILL_WATER)).bytes_on("cpu"))
+    assert f"the run needs about {needed} of RAM" in err
+    assert "has 976.6 KiB available" in err
+    assert "use a larger particles.dp (now 0.01)" in err
+    assert not (tmp_path / "o" / "config.toml").exists()
+
+
+def test_huge_case_is_estimated_without_building_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg: Config = load_config(QUICK, ["particles.dp=0.001"])
+    need = estimate(cfg)  # about 8e7 particles: counted, never placed
+    assert 5e7 < need.particles < 1.2e8
+    assert need.bytes_on("cuda") > need.particles * 200
+    monkeypatch.setattr(memory, "available_bytes", lambda backend: 8 * 2**30)
+    gpu = BackendInfo("cuda", "Test GPU", "f32", None, "1.7.4")
+    with pytest.raises(InsufficientMemoryError) as err:
+        check_memory(cfg, gpu)
+    message = str(err.value)
+    assert message.startswith(f"{QUICK}: the run needs about ")
+    assert "GiB of device memory" in message
+    assert f"({need.particles:,} particles" in message
+    assert "Test GPU has 8.0 GiB available" in message
+
+
+def test_counts_beyond_32_bit_indices_are_refused() -> None:
+    cfg = load_config(QUICK, ["particles.dp=0.00002"])
+    with pytest.raises(InsufficientMemoryError, match=r"at most 2,147,483,646 of each"):
+        check_memory(cfg, cpu_info())
+
+
+def test_unknown_free_memory_is_said_and_not_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    vulkan = BackendInfo("vulkan", "lavapipe", "f32", None, "1.7.4")
+    assert memory.available_bytes("vulkan") is None
+    check_memory(load_config(STILL_WATER), vulkan)
+    assert "free memory of vulkan is not known here" in capsys.readouterr().err
+
+
+def test_available_ram_is_read() -> None:
+    free = memory.available_bytes("cpu")
+    assert free is not None and free > 0
