@@ -19,7 +19,7 @@ from pathlib import Path
 from solver.backend import BackendInfo, load_libcuda
 from solver.config import Config, ConfigError
 from solver.neighbors import CellGrid, grid_dims
-from solver.parallel.reduce import Reducer
+from solver.parallel.reduce import SlotMaximum
 from solver.particles import ParticleArrays
 from solver.scene import particle_count_bound
 
@@ -75,8 +75,7 @@ def estimate(cfg: Config) -> MemoryEstimate:
     device = (
         ParticleArrays.nbytes(capacity, real_bytes, keep_position_prev=symplectic)
         + CellGrid.nbytes(cells, capacity)
-        + Reducer.nbytes(capacity, real_bytes, _TIMESTEP_COMPONENTS)
-        + _TIMESTEP_COMPONENTS * real_bytes
+        + SlotMaximum.nbytes(_TIMESTEP_COMPONENTS, real_bytes)
     )
     return MemoryEstimate(particles=capacity, cells=cells, device_bytes=device)
 

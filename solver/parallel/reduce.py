@@ -145,6 +145,11 @@ class SlotMaximum:
         self.out.fill(_NEG_INF)
         self._next = 0
 
+    @staticmethod
+    def nbytes(components: int, real_bytes: int) -> int:
+        """Device bytes a `SlotMaximum(components, ...)` allocates: its two slots."""
+        return 2 * components * real_bytes
+
     def __call__(self, values: ti.Ndarray, n: int) -> int:
         """Fold values[0:n] into a slot of `out` and return the slot."""
         if n < 1:
