@@ -50,6 +50,10 @@ TOOLS = (
      "Run (or read) a reference case and compare it with experiments."),
     ("render", "solver.validation.render", "draw PNG frames and a GIF of a run",
      "Render a run's snapshots to PNG frames and an animated GIF, without ParaView."),
+    ("bench", "solver.bench", "measure the speed of a whole SPH step",
+     "Run the scene (default: the seed dam break) for a number of steps and report "
+     "particle-steps and neighbour interactions per second, per-phase times, compile time "
+     "and device memory per particle."),
     ("selftest", "solver.selftest.command", "check this machine's backend",
      "Building blocks against numpy and a short dam break against the CPU backend."),
 )  # fmt: skip
