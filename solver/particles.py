@@ -51,12 +51,10 @@ LAYOUT: dict[str, ArraySpec] = {
     "position_prev": ArraySpec(3, True, spare=True, symplectic_only=True),
     "acceleration": ArraySpec(3, True),
     "density_rate": ArraySpec(1, True),
-    "dt_terms": ArraySpec(3, True),
     "removed": ArraySpec(1, False),
 }
 """Every array of ParticleArrays: what `__init__` allocates and the memory estimate counts.
 
-dt_terms holds per particle |a| and |v| (fluid only) and max_j |v_ij . r_ij| / (r^2 + eta^2);
 removed is the removal flag (0 kept, else the reason).
 """
 

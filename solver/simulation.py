@@ -59,6 +59,7 @@ class Simulation:
         self.particles.load(self.scene.position, self.scene.kind, density, pressure)
         self.grid = CellGrid(cfg.domain.min, cfg.domain.max, cfg.support_radius, capacity)
         self._maximum = SlotMaximum(3, dtype)
+        self._last_slot = 0
         self.skin = resolve_skin(cfg)
         self._interact = build_interaction(cfg, self.skin)
         self._verlet, self._predict, self._correct = build_integrator(cfg)
@@ -109,12 +110,14 @@ class Simulation:
         self.moved = 0.0
         self.sorts += 1
 
-    def _update_neighbours_and_forces(self) -> None:
-        """Sort by cell when needed, then the interaction pass."""
+    def _update_neighbours_and_forces(self) -> int:
+        """Sort by cell when needed, then the interaction pass; returns the slot of
+        `self._maximum.out` holding the maxima of the time-step rule."""
         with self.phase("neighbour sort"):
             self._sort_if_needed()
         p = self.particles
         lo, inv_cell, dims, offsets = self.grid.kernel_args()
+        slot = self._last_slot = self._maximum.next_slot()
         with self.phase("interaction"):
             self._interact(
                 p.position,
@@ -130,13 +133,14 @@ class Simulation:
                 offsets,
                 p.acceleration,
                 p.density_rate,
-                p.dt_terms,
+                self._maximum.out,
+                slot,
             )
+        return slot
 
-    def _fold_maxima(self) -> int:
-        """max |a|, max |v| (fluid) and the viscous rate of this interaction, into a slot of
-        `self._maximum.out` on the device; returns the slot."""
-        return self._maximum(self.particles.dt_terms, self.particles.count)
+    def last_maxima(self) -> np.ndarray:
+        """max |a|, max |v| (fluid) and the viscous rate of the last interaction, on the host."""
+        return self._maximum.out.to_numpy()[self._last_slot]
 
     def _symplectic_arrays(self) -> tuple:
         """The arrays of the predictor and corrector kernels, as they are now (a sort swaps
@@ -190,9 +194,7 @@ class Simulation:
         The step is taken on the device from the maxima of the interaction; the integration
         kernel returns it, with the maxima, which is the one read-back of a step.
         """
-        self._update_neighbours_and_forces()
-        with self.phase("time step"):
-            slot = self._fold_maxima()
+        slot = self._update_neighbours_and_forces()
         if self.symplectic:
             taken = self._symplectic_step(slot, dt_limit)
         else:

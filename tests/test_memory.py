@@ -56,7 +56,7 @@ def cpu_info() -> BackendInfo:
 
 
 @pytest.mark.parametrize(
-    ("real_bytes", "symplectic", "expected"), [(4, False, 144), (4, True, 168), (8, False, 268)]
+    ("real_bytes", "symplectic", "expected"), [(4, False, 132), (4, True, 156), (8, False, 244)]
 )
 def test_bytes_per_particle_follow_the_layout(
     real_bytes: int, symplectic: bool, expected: int
@@ -111,7 +111,7 @@ def test_huge_case_is_estimated_without_building_it(monkeypatch: pytest.MonkeyPa
     cfg: Config = load_config(QUICK, ["particles.dp=0.001"])
     need = estimate(cfg)  # about 8e7 particles: counted, never placed
     assert 5e7 < need.particles < 1.2e8
-    assert need.bytes_on("cuda") > need.particles * 200
+    assert need.bytes_on("cuda") > need.particles * 190  # arrays, grid, scratch
     monkeypatch.setattr(memory, "available_bytes", lambda backend: 8 * 2**30)
     gpu = BackendInfo("cuda", "Test GPU", "f32", None, "1.7.4")
     with pytest.raises(InsufficientMemoryError) as err:

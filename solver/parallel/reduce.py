@@ -44,21 +44,26 @@ def _fold_chunks(
         out[out_index + c] = acc
 
 
-@ti.kernel
-def _fold_max_into_slot(
-    values: ti.types.ndarray(ndim=1),
-    n: ti.i32,
-    out: ti.types.ndarray(ndim=1),
-    slot: ti.i32,
-):
-    for c in range((n + CHUNK - 1) // CHUNK):
-        begin = c * CHUNK
-        acc = values[begin]
-        for i in range(begin + 1, ti.min(begin + CHUNK, n)):
-            acc = ti.max(acc, values[i])
-        ti.atomic_max(out[slot], acc)
-        if c == 0:
-            out[1 - slot].fill(_NEG_INF)
+@ti.func
+def merge_max(out: ti.template(), slot, value):
+    """out[slot] = max(out[slot], value) componentwise, from any number of threads at once.
+
+    An atomic max only where `value` exceeds what `out[slot]` holds already: after the first
+    few particles almost none do, so a kernel over millions of particles can fold a maximum as
+    it goes, with little contention and no launch of its own (the read may be stale; that only
+    costs an atomic). A maximum does not depend on the order of its operands, so the result is
+    the same bits on every run, unlike an atomic sum.
+    """
+    current = out[slot]
+    for k in ti.static(range(value.n)):
+        if value[k] > current[k]:
+            ti.atomic_max(out[slot][k], value[k])
+
+
+@ti.func
+def clear_slot(out: ti.template(), slot):
+    """out[slot] = -inf in every component."""
+    out[slot].fill(_NEG_INF)
 
 
 @ti.kernel
@@ -131,13 +136,12 @@ class Reducer:
 
 
 class SlotMaximum:
-    """max over the first n (n >= 1) elements of a float vector array in one kernel launch.
+    """Two device slots for a maximum that a kernel folds while doing its own work.
 
-    Each thread folds its chunk in order and merges the result into `out[slot]` with an atomic
-    max. A maximum does not depend on the order of its operands, so the result is the same bits
-    on every run, unlike an atomic sum. The slot alternates between calls, and each call clears
-    the other slot for the next: no second launch resets the output. `out[slot]` stays valid
-    until the call after next, so a kernel launched after this one can read it on the device.
+    A kernel given (`out`, `next_slot()`) merges its values into out[slot] with `merge_max` and
+    has one thread `clear_slot(out, 1 - slot)`, ready for the next kernel: no launch of its
+    own resets or folds the maximum. out[slot] stays valid until the call after next, so later
+    kernels can read it on the device.
     """
 
     def __init__(self, components: int, dtype=ti.f32) -> None:
@@ -150,11 +154,8 @@ class SlotMaximum:
         """Device bytes a `SlotMaximum(components, ...)` allocates: its two slots."""
         return 2 * components * real_bytes
 
-    def __call__(self, values: ti.Ndarray, n: int) -> int:
-        """Fold values[0:n] into a slot of `out` and return the slot."""
-        if n < 1:
-            raise ValueError("the maximum of no elements is undefined")
+    def next_slot(self) -> int:
+        """The slot the next kernel fills (it clears the other)."""
         slot = self._next
-        _fold_max_into_slot(values, n, self.out, slot)
         self._next = 1 - slot
         return slot

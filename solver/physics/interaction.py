@@ -8,14 +8,16 @@ Dynamic boundary particles (Crespo et al. 2007, "Boundary conditions generated b
 particles in SPH methods", CMC 5) take part as neighbours of fluid particles with their own
 pressure; for themselves only the continuity equation over fluid neighbours is evaluated.
 
-The same pass records in dt_terms, per particle, what the time-step rule needs: |a_i| and
-|v_i| of fluid particles and max_j |v_ij . r_ij| / (r_ij^2 + eta^2).
+The same pass folds what the time-step rule needs into a slot of `maxima` (see SlotMaximum):
+the maxima over particles of |a_i| and |v_i| (fluid) and of max_j |v_ij . r_ij| /
+(r_ij^2 + eta^2), so the integration kernel can take the step on the device.
 """
 
 import taichi as ti
 
 from solver.config import Config
 from solver.neighbors import row_span, search_cells
+from solver.parallel.reduce import clear_slot, merge_max
 from solver.particle_kind import ParticleKind
 from solver.physics import density_diffusion, viscosity
 from solver.physics.shared_formula import taichi_func
@@ -61,7 +63,8 @@ def build_interaction(cfg: Config, skin: float = 0.0):
         cell_offsets: ti.types.ndarray(ndim=1),
         acceleration: ti.types.ndarray(ndim=1),
         density_rate: ti.types.ndarray(ndim=1),
-        dt_terms: ti.types.ndarray(ndim=1),
+        maxima: ti.types.ndarray(ndim=1),
+        slot: ti.i32,
     ):
         gravity = ti.Vector([gx, gy, gz])
         for i in range(n):
@@ -118,6 +121,8 @@ def build_interaction(cfg: Config, skin: float = 0.0):
                 v_norm = v_i.norm()
             acceleration[i] = acc
             density_rate[i] = rate
-            dt_terms[i] = ti.Vector([a_norm, v_norm, visc])
+            if i == 0:
+                clear_slot(maxima, 1 - slot)
+            merge_max(maxima, slot, ti.Vector([a_norm, v_norm, visc]))
 
     return interact
