@@ -13,7 +13,7 @@ from solver.integrate import REMOVED_DENSITY, REMOVED_OUTSIDE, build_integrator,
 from solver.neighbors import CellGrid
 from solver.parallel.reduce import Reducer
 from solver.particle_kind import ParticleKind
-from solver.particles import ParticleArrays
+from solver.particles import STATE, ParticleArrays
 from solver.physics.eos import tait_density, tait_pressure
 from solver.physics.interaction import build_interaction
 from solver.scene import Scene, build_scene
@@ -195,3 +195,62 @@ class Simulation:
             snap.kind[keep],
             snap.id[keep],
         )
+
+    # ------------------------------------------------------------------ checkpoint support
+
+    def _carried_arrays(self) -> dict[str, ti.Ndarray]:
+        """Every device array a later step reads before writing it, by name.
+
+        The particle state (with position_prev for the symplectic scheme), the removal flags
+        still waiting for a sort, the interaction's outputs (cheap, and they keep a restored
+        step independent of which arrays the kernels happen to rewrite first), and the cell
+        grid's offsets and drop counters: with a skin the next steps reuse the last sort's
+        cells without sorting again. The sort's own buffers (keys, order) are rebuilt by every
+        sort before they are read, and the spare arrays of the reorder only receive data.
+        """
+        p, g = self.particles, self.grid
+        arrays = {f"particles.{name}": getattr(p, name) for name in STATE}
+        if p.position_prev is not None:
+            arrays["particles.position_prev"] = p.position_prev
+        for name in ("removed", "acceleration", "density_rate", "dt_terms"):
+            arrays[f"particles.{name}"] = getattr(p, name)
+        arrays["grid.cell_offsets"] = g.cell_offsets
+        arrays["grid.dropped"] = g.dropped
+        return arrays
+
+    def state(self) -> dict[str, np.ndarray]:
+        """A host copy of everything the next steps depend on (see `restore`).
+
+        Arrays are whole (capacity long, not cut at the live count), so that a restored run
+        reads exactly the bytes this one would; scalars are 0-d arrays of their exact value.
+        """
+        state = {name: array.to_numpy() for name, array in self._carried_arrays().items()}
+        state["count"] = np.int64(self.particles.count)
+        state["steps"] = np.int64(self.steps)
+        state["sorts"] = np.int64(self.sorts)
+        state["time"] = np.float64(self.time)
+        state["dt"] = np.float64(self.dt)
+        state["moved"] = np.float64(self.moved)
+        return state
+
+    def restore(self, state: dict[str, np.ndarray]) -> None:
+        """Put this simulation (built from the same config) into `state`, taken by `state()`.
+
+        The next step then computes bit for bit what it would have computed in the simulation
+        that took the state, on the same backend and precision.
+        """
+        arrays = self._carried_arrays()
+        missing = sorted(set(arrays) - set(state))
+        if missing:
+            raise ValueError(f"state lacks {', '.join(missing)} (another integrator?)")
+        for name, array in arrays.items():
+            values = state[name]
+            if values.shape != array.shape + tuple(array.element_shape):
+                raise ValueError(f"state array {name} has shape {values.shape}, not this case's")
+            array.from_numpy(values)
+        self.particles.count = int(state["count"])
+        self.steps = int(state["steps"])
+        self.sorts = int(state["sorts"])
+        self.time = float(state["time"])
+        self.dt = float(state["dt"])
+        self.moved = float(state["moved"])
