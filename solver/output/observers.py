@@ -46,13 +46,13 @@ class RunObservers:
         self.out_dir = out_dir
         resume = resume or {}
         self.snapshots_written = int(resume.get("snapshots_written", 0))
-        if resume:
-            self._remove_snapshots_from(self.snapshots_written)
         self._pvd = None
         if cfg.output.vtk:
             from solver.output.vtk import PvdWriter
 
             self._pvd = PvdWriter(out_dir / "particles.pvd", resume.get("pvd", ()))
+        if resume:  # after the .pvd, so that it never lists a removed file
+            self._remove_snapshots_from(self.snapshots_written)
         self._sampler = ProbeSampler(
             cfg.probes,
             smoothing_length=cfg.smoothing_length,
