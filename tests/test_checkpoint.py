@@ -25,14 +25,17 @@ from conftest import use_backend
 
 from solver.cli import build_parser
 from solver.config import load_config
+from solver.health import HealthCheck, HealthLimits, NumericalFailureError
+from solver.interrupt import StopRequest
 from solver.output.checkpoint import (
     CHECKPOINT_NAME,
     Checkpoint,
+    CheckpointError,
     read_checkpoint,
     write_checkpoint,
 )
 from solver.output.npz import read_snapshot_npz
-from solver.output.probes import read_probes
+from solver.output.probes import ProbeWriter, read_probes
 from solver.output.vtk import read_pvd, read_snapshot
 from solver.particle_kind import ParticleKind
 from solver.run import run_command
@@ -404,3 +407,79 @@ def test_an_unwritable_output_folder_is_refused(
     assert dambreak_run(*run_args(out, 0.2, 0.01)) == 2
     assert "cannot write into output folder" in capsys.readouterr().err
     assert list(out.iterdir()) == []
+
+
+def test_second_signal_stops_at_once() -> None:
+    """The first SIGINT or SIGTERM only asks for a stop; a second one raises
+    KeyboardInterrupt at once."""
+    stop = StopRequest()
+    stop._handle(signal.SIGTERM, None)
+    assert stop.requested and stop.signal_name == "SIGTERM"
+    with pytest.raises(KeyboardInterrupt):
+        stop._handle(signal.SIGINT, None)
+
+
+def test_two_sigints_exit_130_with_valid_files(tmp_path: Path) -> None:
+    """Two SIGINTs in quick succession: exit 130 (stopped at once, or after the step if the
+    first had already finished it) and every file left in the folder is complete."""
+    out = tmp_path / "run"
+    child = spawn(*run_args(out, 0.2, 0.004, "--set=output.npz=true", "--checkpoint-every=0.01"))
+    wait_for(out / "particles_00008.vtp", child)
+    child.send_signal(signal.SIGINT)
+    time.sleep(0.005)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 130, err
+    assert "stopped at once" in err or "stopped at step" in err
+    assert_folder_consistent(out)
+
+
+# --------------------------------------------------------------------------- building blocks
+
+
+def test_health_check_finds_a_nan_on_every_backend(on_backend: str) -> None:
+    """The per-step scan passes a healthy state and names the particle of a NaN density or an
+    infinite position, on every backend (its finiteness test works on the bits)."""
+    cfg = load_config(QUICK)
+    sim = Simulation(cfg)
+    sim.step()
+    health = HealthCheck(sim, HealthLimits(cfg.time.dt_min, cfg.physics.max_removed))
+    health.check(1.0)
+    p = sim.particles
+    ids = p.id.to_numpy()
+    density = p.density.to_numpy()
+    density[7] = np.nan
+    p.density.from_numpy(density)
+    with pytest.raises(NumericalFailureError, match=rf"in 1 particle\(s\) .* first: id {ids[7]} "):
+        health.check(1.0)
+    density[7] = cfg.physics.rho0
+    p.density.from_numpy(density)
+    position = p.position.to_numpy()
+    position[3, 1] = -np.inf
+    p.position.from_numpy(position)
+    with pytest.raises(NumericalFailureError, match=rf"first: id {ids[3]} "):
+        health.check(1.0)
+
+
+def test_probe_writer_resumes_after_the_rows_written(tmp_path: Path) -> None:
+    """A resumed ProbeWriter replaces the file with the rows of the checkpoint (dropping a
+    row written after it) and appends; a checkpoint of other probes is refused."""
+    path = tmp_path / "probes.csv"
+    first = ProbeWriter(path, ["a", "b"])
+    first.write(0.0, {"a": 1.0, "b": 2.0})
+    saved = first.text
+    first.write(0.5, {"a": 9.0, "b": 9.0})
+    first.close()
+    with ProbeWriter(path, ["a", "b"], saved) as resumed:
+        resumed.write(0.25, {"a": 3.0, "b": 4.0})
+    times, series = read_probes(path)
+    assert times.tolist() == [0.0, 0.25] and series["b"].tolist() == [2.0, 4.0]
+    with pytest.raises(ValueError, match="not"):
+        ProbeWriter(path, ["a"], saved)
+
+
+def test_a_damaged_checkpoint_is_refused(tmp_path: Path) -> None:
+    """A truncated checkpoint.npz gives CheckpointError saying it is not readable."""
+    (tmp_path / CHECKPOINT_NAME).write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        read_checkpoint(tmp_path)
