@@ -225,13 +225,17 @@ def test_sigint_checkpoints_and_resume_is_bitwise(reference: Path, tmp_path: Pat
 def test_sigkill_mid_output_leaves_complete_files_and_resumes(
     reference: Path, tmp_path: Path
 ) -> None:
-    """kill -9 while a run writes a snapshot (.vtp and .npz) every 10 steps or so: the .pvd
-    parses and lists only complete snapshots, every visible file reads; the run then resumes
-    from its last checkpoint to the same bits as the run never stopped."""
+    """kill -9 while a run writes a snapshot (.vtp and .npz) every 10 steps or so, at the
+    moment a temporary file shows (a write in progress): the .pvd parses and lists only
+    complete snapshots, every visible file reads; the run then resumes from its last
+    checkpoint to the same bits as the run never stopped."""
     out = tmp_path / "run"
     child = spawn(*run_args(out, 0.2, 0.004, "--set=output.npz=true", "--checkpoint-every=0.02"))
-    wait_for(out / "particles_00015.vtp", child)
-    time.sleep(0.01)
+    wait_for(out / "particles_00010.vtp", child)
+    # kill while a temporary file is being written, if one is seen within 20 more snapshots
+    while not any(p.name.endswith(".tmp") for p in out.iterdir()):
+        if (out / "particles_00030.vtp").exists() or child.poll() is not None:
+            break
     child.kill()
     child.communicate(timeout=60)
     assert child.returncode == -signal.SIGKILL
