@@ -110,9 +110,11 @@ class HealthCheck:
             )
         if removed > self.limits.max_removed * sim.initial_fluid:
             reasons = ", ".join(f"{k} {v}" for k, v in sim.removed_by_reason().items())
+            flagged = np.flatnonzero(p.removed.to_numpy()[: p.count])
+            latest = f"; latest: {self._describe(flagged)}" if flagged.size else ""
             raise NumericalFailureError(
                 f"{removed} of {sim.initial_fluid} fluid particles removed ({reasons}), more "
-                f"than physics.max_removed = {self.limits.max_removed:g} of them, {where}"
+                f"than physics.max_removed = {self.limits.max_removed:g} of them, {where}" + latest
             )
 
     def _nonfinite_indices(self) -> np.ndarray:
@@ -135,7 +137,11 @@ class HealthCheck:
         ids, x, v, rho = (
             getattr(p, name).to_numpy() for name in ("id", "position", "velocity", "density")
         )
+
+        def vector(values: np.ndarray) -> str:
+            return "(" + ", ".join(f"{c:.6g}" for c in values) + ")"
+
         return "; ".join(
-            f"id {ids[i]} at x = {x[i].tolist()}, v = {v[i].tolist()}, rho = {rho[i]:g}"
+            f"id {ids[i]} at x = {vector(x[i])}, v = {vector(v[i])}, rho = {rho[i]:.6g}"
             for i in indices[:FIRST_REPORTED]
         )

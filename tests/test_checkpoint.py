@@ -350,7 +350,8 @@ def test_too_many_removed_particles_stop_with_exit_3(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     """Gravity up and the domain cut above the tank: once more than 5 % of the fluid (the
-    default physics.max_removed) has left the domain, the run stops with exit 3."""
+    default physics.max_removed) has left the domain, the run stops with exit 3, naming the
+    particles removed in the last step."""
     out = tmp_path / "run"
     upward = [
         "--set=physics.gravity=[0.0, 0.0, 9.81]",
@@ -361,6 +362,7 @@ def test_too_many_removed_particles_stop_with_exit_3(
     err = capsys.readouterr().err
     assert "fluid particles removed (outside_domain " in err
     assert "more than physics.max_removed = 0.05" in err
+    assert "; latest: id " in err
     assert_folder_consistent(out)
 
 
