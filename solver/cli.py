@@ -33,8 +33,33 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
         metavar="SECTION.KEY=VALUE",
         help="override a config value (repeatable)",
     )
-    run.add_argument("--force", action="store_true", help="overwrite results in the output folder")
+    run.add_argument(
+        "--checkpoint-every",
+        type=_positive_seconds,
+        metavar="T",
+        help="write checkpoint.npz every T simulated seconds (the latest is kept)",
+    )
+    start = run.add_mutually_exclusive_group()
+    start.add_argument(
+        "--force", action="store_true", help="start again, removing results in the output folder"
+    )
+    start.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="continue the stopped run in DIR from its checkpoint (CONFIG, if given, must match)",
+    )
     run.set_defaults(handler=_run)
+
+
+def _positive_seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (0.0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of seconds")
+    return value
 
 
 def _run(args: argparse.Namespace) -> int:

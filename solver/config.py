@@ -231,6 +231,9 @@ SCHEMA: tuple[KeySpec, ...] = (
             "Particles below this density are removed.", lo=0.0, lo_open=True),
     KeySpec("physics", "rho_max", "float", "kg/m^3", 1300.0,
             "Particles above this density are removed.", lo=0.0, lo_open=True),
+    KeySpec("physics", "max_removed", "float", "-", 0.05,
+            "Stop the run (exit 3) once more than this share of the fluid particles has been "
+            "removed.", lo=0.0, hi=1.0),
     KeySpec("physics", "precision", "str", "-", "f32", "Floating-point precision on the device.",
             choices=("f32", "f64")),
     KeySpec("time", "end", "float", "s", 1.5, "Simulated time.", lo=0.0, lo_open=True),
@@ -386,6 +389,7 @@ class PhysicsConfig:
     delta: float = _default("physics", "delta")
     rho_min: float = _default("physics", "rho_min")
     rho_max: float = _default("physics", "rho_max")
+    max_removed: float = _default("physics", "max_removed")
     precision: str = _default("physics", "precision")
 
 

@@ -31,6 +31,27 @@ REMOVED_DENSITY = 2
 tait_pressure = taichi_func(eos.tait_pressure)
 
 
+@ti.func
+def finite(x) -> bool:
+    """Whether the float x is finite, from its bits (immune to fast-math folding of x != x)."""
+    result = True
+    if ti.static(ti.lang.impl.get_runtime().default_fp == ti.f64):
+        high = ti.cast(ti.bit_cast(x, ti.u64) >> 32, ti.u32)
+        result = (high & 0x7FFFFFFF) < 0x7FF00000
+    else:
+        result = (ti.bit_cast(x, ti.u32) & 0x7FFFFFFF) < 0x7F800000
+    return result
+
+
+@ti.func
+def finite_state(x, v, rho) -> bool:
+    """Whether a particle's position, velocity and density are all finite."""
+    ok = finite(rho)
+    for a in ti.static(range(3)):
+        ok = ok and finite(x[a]) and finite(v[a])
+    return ok
+
+
 def cfl_time_step(
     a_max: float, v_max: float, visc_max: float, h: float, c0: float, cfl: float, dt_min: float
 ) -> float:
@@ -60,16 +81,26 @@ def build_integrator(cfg: Config):
 
     Each also writes the pressure of the new density (Tait equation), ready for the next
     interaction and for snapshots. `verlet` and `predict` take the time step themselves from
-    `maxima[slot]` (see `SlotMaximum`) and return (dt, max |a|, max |v|): the host learns the
-    step it took from the one launch that took it. `correct` reuses the predictor's dt.
+    `maxima[slot]` (see `SlotMaximum`); `correct` reuses the predictor's dt. Each returns
+    (dt, max |a|, max |v|, particles with a non-finite value, particles flagged for removal
+    now), so the host learns the step and the run's health from the one launch that took the
+    step (`correct` returns 0 for the maxima).
     """
     lo = ti.Vector(list(cfg.domain.min))
     hi = ti.Vector(list(cfg.domain.max))
     rho0, b, gamma = cfg.physics.rho0, cfg.eos_b, cfg.physics.gamma
     rho_min, rho_max = cfg.physics.rho_min, cfg.physics.rho_max
     h, c0, cfl, dt_min = cfg.smoothing_length, cfg.sound_speed, cfg.time.cfl, cfg.time.dt_min
-    step_info = ti.types.vector(3, float)
+    step_info = ti.types.vector(5, float)
     cfl_rule = taichi_func(cfl_time_step)
+
+    @ti.func
+    def tally(health: ti.template(), flag, finite):
+        """Count, for the run's health check, particles flagged now and non-finite values."""
+        if flag != 0:
+            ti.atomic_add(health[1], 1)
+        if not finite:
+            ti.atomic_add(health[0], 1)
 
     @ti.func
     def device_time_step(maxima, dt_limit):
@@ -104,8 +135,11 @@ def build_integrator(cfg: Config):
         slot: ti.i32,
         dt_limit: float,
         euler: ti.i32,
+        health: ti.types.ndarray(dtype=ti.i32, ndim=1),
     ) -> step_info:
         dt = device_time_step(maxima[slot], dt_limit)
+        health[0] = 0
+        health[1] = 0
         for i in range(n):
             if removed[i] != 0:
                 continue
@@ -131,7 +165,8 @@ def build_integrator(cfg: Config):
             density[i] = rho_new
             pressure[i] = tait_pressure(rho_new, rho0, b, gamma)
             removed[i] = flag
-        return step_info(dt, maxima[slot][0], maxima[slot][1])
+            tally(health, flag, finite_state(position[i], velocity[i], rho_new))
+        return step_info(dt, maxima[slot][0], maxima[slot][1], health[0], health[1])
 
     @ti.kernel
     def predict(
@@ -150,8 +185,11 @@ def build_integrator(cfg: Config):
         maxima: ti.types.ndarray(ndim=1),
         slot: ti.i32,
         dt_limit: float,
+        health: ti.types.ndarray(dtype=ti.i32, ndim=1),
     ) -> step_info:
         dt = device_time_step(maxima[slot], dt_limit)
+        health[0] = 0
+        health[1] = 0
         half = 0.5 * dt
         for i in range(n):
             rho = density[i]
@@ -171,7 +209,8 @@ def build_integrator(cfg: Config):
             density[i] = rho_half
             pressure[i] = tait_pressure(rho_half, rho0, b, gamma)
             removed[i] = flag
-        return step_info(dt, maxima[slot][0], maxima[slot][1])
+            tally(health, flag, finite_state(position[i], velocity[i], rho_half))
+        return step_info(dt, maxima[slot][0], maxima[slot][1], health[0], health[1])
 
     @ti.kernel
     def correct(
@@ -188,7 +227,10 @@ def build_integrator(cfg: Config):
         removed: ti.types.ndarray(ndim=1),
         n: ti.i32,
         dt: float,
-    ):
+        health: ti.types.ndarray(dtype=ti.i32, ndim=1),
+    ) -> step_info:
+        health[0] = 0
+        health[1] = 0
         for i in range(n):
             eps = -density_rate[i] / density[i] * dt
             rho_new = density_prev[i] * (2.0 - eps) / (2.0 + eps)
@@ -205,5 +247,7 @@ def build_integrator(cfg: Config):
             density[i] = rho_new
             pressure[i] = tait_pressure(rho_new, rho0, b, gamma)
             removed[i] = flag
+            tally(health, flag, finite_state(position[i], velocity[i], rho_new))
+        return step_info(dt, 0.0, 0.0, health[0], health[1])
 
     return verlet, predict, correct

@@ -1,15 +1,17 @@
 """`dambreak run`: config -> output folder -> backend -> simulation with its observers,
-then summary.json and a short report on the terminal."""
+then summary.json and a short report on the terminal; checkpoints, resume, numerical failure
+and interruption on the way."""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
-import math
 import platform
 import sys
 import time as wallclock
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +19,20 @@ import taichi as ti
 
 from solver import __version__
 from solver.backend import BackendError, check_capabilities, start_backend
-from solver.config import Config, ConfigError, config_to_toml, load_config
+from solver.config import Config, ConfigError, config_to_toml, load_config, loads_config
+from solver.health import HealthCheck, HealthLimits, NumericalFailureError
+from solver.interrupt import RunInterruptedError, StopRequest
 from solver.memory import check_memory
-from solver.output.files import OutputExistsError, atomic_write_text, prepare_output_dir
-from solver.output.observers import RunObservers
+from solver.output.checkpoint import Checkpoint, CheckpointError, read_checkpoint, write_checkpoint
+from solver.output.files import (
+    OutputExistsError,
+    OutputNotWritableError,
+    atomic_write_text,
+    check_writable,
+    prepare_output_dir,
+    remove_temporaries,
+)
+from solver.output.observers import RunObservers, Schedule
 from solver.output.progress import ProgressBar, format_duration
 from solver.particle_kind import ParticleKind
 from solver.simulation import Simulation
@@ -38,18 +50,30 @@ def run_simulation(
     threads: int | None = None,
     force: bool = False,
     show_progress: bool = True,
+    checkpoint_every: float | None = None,
+    resume: Checkpoint | None = None,
 ) -> dict:
     """Run `cfg` on `backend`, writing snapshots, probes, config and summary into out_dir.
 
     Checks what can be checked (backend capabilities, the output folder) before anything is
-    written. Returns the summary, also saved as summary.json.
+    written. Every `checkpoint_every` simulated seconds the state goes to checkpoint.npz; with
+    `resume` (read from out_dir) the run continues from that checkpoint. Returns the summary,
+    also saved as summary.json.
+
+    Raises NumericalFailureError when the state goes bad (after keeping the last good state
+    in checkpoint.npz) and RunInterruptedError after a SIGINT or SIGTERM (after a checkpoint
+    of the state reached).
     """
     out_dir = Path(out_dir)
     if backend != "auto":
         check_capabilities(backend, cfg.physics.precision, threads, source=cfg.source)
-    prepare_output_dir(out_dir, force)
     info = start_backend(backend, cfg.physics.precision, threads, source=cfg.source)
-    check_memory(cfg, info)
+    check_memory(cfg, info)  # before the output folder is touched
+    if resume is None:
+        prepare_output_dir(out_dir, force)
+    else:
+        check_writable(out_dir)
+        remove_temporaries(out_dir)
     started = wallclock.perf_counter()
     sim = Simulation(cfg)
     counts = sim.scene.counts()
@@ -61,33 +85,68 @@ def run_simulation(
         + ", ".join(f"{v} {k.lower()}" for k, v in counts.items())
         + f", {len(sim.scene.kind)} in all"
     )
-    atomic_write_text(out_dir / "config.toml", config_to_toml(cfg))
+    if resume is None:
+        atomic_write_text(out_dir / "config.toml", config_to_toml(cfg))
+        observers = RunObservers(cfg, out_dir)
+        observers.observe(sim.snapshot())
+    else:
+        sim.restore(resume.state)
+        observers = RunObservers(cfg, out_dir, resume.observers)
+        _print(f"resuming from the checkpoint at step {sim.steps}, t = {sim.time:.6g} s")
 
-    observers = RunObservers(cfg, out_dir)
-    observers.observe(sim.snapshot())
+    def capture() -> Checkpoint:
+        return Checkpoint(
+            sim.state(), observers.state(), config_to_toml(cfg), cfg.source, info.name,
+            info.precision, __version__, checkpoint_every,
+        )  # fmt: skip
+
+    last_good = capture()  # what a failure leaves in checkpoint.npz (see _keep_last_good)
+    checkpoints = Schedule(checkpoint_every, 1) if checkpoint_every else None
+    if checkpoints is not None:
+        checkpoints.advance(sim.time)
+    health = HealthCheck(sim, HealthLimits(cfg.time.dt_min, cfg.physics.max_removed))
+    stop = StopRequest()
+    end = cfg.time.end * (1.0 - 1e-12)
     progress = ProgressBar(cfg.time.end) if show_progress else None
     first_step_s = 0.0
     particle_steps = 0
+    steps_here = 0
     loop_started = wallclock.perf_counter()
-    try:
-        while sim.time < cfg.time.end * (1.0 - 1e-12):
-            step_started = wallclock.perf_counter()
-            sim.step(dt_limit=min(observers.next_time(), cfg.time.end) - sim.time)
-            if sim.steps == 1:
-                ti.sync()
-                first_step_s = wallclock.perf_counter() - step_started
-            else:
-                particle_steps += sim.count
-            if not math.isfinite(sim.dt) or sim.count == 0:
-                raise FloatingPointError(f"simulation broke down at t = {sim.time:.6g} s")
-            if observers.wants(sim.time) or sim.time >= cfg.time.end * (1.0 - 1e-12):
-                observers.observe(sim.snapshot())
+    with stop.installed():
+        try:
+            while sim.time < end and not stop.requested:
+                step_started = wallclock.perf_counter()
+                dt_limit = min(observers.next_time(), cfg.time.end) - sim.time
+                sim.step(dt_limit=dt_limit)
+                steps_here += 1
+                if steps_here == 1:
+                    ti.sync()
+                    first_step_s = wallclock.perf_counter() - step_started
+                else:
+                    particle_steps += sim.count
+                health.check(dt_limit)
+                if observers.wants(sim.time) or sim.time >= end:
+                    observers.observe(sim.snapshot())
+                    last_good = capture()
+                if checkpoints is not None and checkpoints.due(sim.time):
+                    last_good = capture()
+                    write_checkpoint(out_dir, last_good)
+                    checkpoints.advance(sim.time)
+                if progress is not None:
+                    progress.update(sim.time, sim.steps, sim.dt, sim.count)
+            if sim.time < end:
+                write_checkpoint(out_dir, capture())
+                raise RunInterruptedError(
+                    f"{stop.signal_name}: stopped at step {sim.steps}, t = {sim.time:.6g} s; "
+                    f"checkpoint written; resume with: dambreak run --resume {out_dir}"
+                )
+        except NumericalFailureError as failure:
+            kept = _keep_last_good(out_dir, last_good)
+            raise NumericalFailureError(f"{failure}\n{kept}") from None
+        finally:
             if progress is not None:
-                progress.update(sim.time, sim.steps, sim.dt, sim.count)
-    finally:
-        if progress is not None:
-            progress.close()
-        observers.close()
+                progress.close()
+            observers.close()
     ti.sync()
     loop_s = wallclock.perf_counter() - loop_started
     steady_s = max(loop_s - first_step_s, 1e-12)
@@ -107,7 +166,7 @@ def run_simulation(
         "simulated_time": sim.time,
         "wall_time_s": wallclock.perf_counter() - started,
         "compile_time_s": first_step_s,
-        "particle_steps_per_second": particle_steps / steady_s if sim.steps > 1 else 0.0,
+        "particle_steps_per_second": particle_steps / steady_s if steps_here > 1 else 0.0,
         "mass_initial": sim.initial_fluid * cfg.particle_mass,
         "mass_final": fluid_end * cfg.particle_mass,
         "removed": sim.removed,
@@ -116,6 +175,7 @@ def run_simulation(
         "sorts": sim.sorts,
         "snapshots": observers.snapshots_written,
         "snapshot_formats": [f for f in ("vtk", "npz") if getattr(cfg.output, f)],
+        "resumed_at_step": resume.steps if resume is not None else None,
     }
     atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     _print(
@@ -127,18 +187,119 @@ def run_simulation(
     return summary
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """`dambreak run`: exit 0 on success, 2 for bad input, 1 when the run fails."""
+def _keep_last_good(out_dir: Path, last_good: Checkpoint) -> str:
+    """Write the last good state as the checkpoint; say where the run's good results are.
+
+    The last good state is the one of the latest snapshot or periodic checkpoint, whichever
+    is later: keeping a copy of the state before every step would cost a full device-to-host
+    copy per step, while one at output times adds one to what the snapshot copies anyway.
+    """
+    where = f"step {last_good.steps}, t = {last_good.time:.6g} s"
     try:
-        cfg = load_config(args.config, args.overrides)
-        out_dir = Path(args.out) if args.out else cfg.output_dir
-        run_simulation(cfg, out_dir, backend=args.backend, threads=args.threads, force=args.force)
-    except (ConfigError, BackendError, OutputExistsError, NotADirectoryError) as error:
+        write_checkpoint(out_dir, last_good)
+    except OSError as error:
+        return f"could not write the checkpoint of the last good state ({where}): {error}"
+    snapshots = last_good.observers["snapshots_written"]
+    return (
+        f"kept: {snapshots} snapshot(s) and a checkpoint of the last good state ({where}) "
+        f"in {out_dir}"
+    )
+
+
+def _resume_plan(args: argparse.Namespace) -> tuple[Config, Path, str, Checkpoint]:
+    """For `--resume DIR`: the config, folder, backend and checkpoint to continue with.
+
+    A CONFIG (or --set) given with --resume must resolve to the checkpoint's config, else the
+    continuation would not be the run that was stopped; without one the checkpoint's config
+    is taken. The backend defaults to the checkpoint's; another one is allowed with a warning.
+    """
+    out_dir = Path(args.resume)
+    if args.out and Path(args.out).resolve() != out_dir.resolve():
+        raise CheckpointError(f"--out {args.out} and --resume {out_dir} name different folders")
+    if (out_dir / "summary.json").exists():
+        raise CheckpointError(
+            f"the run in {out_dir} has finished (summary.json); nothing to resume "
+            "(--force starts it again)"
+        )
+    checkpoint = read_checkpoint(out_dir)
+    saved = loads_config(checkpoint.config, source=checkpoint.config_source)
+    if args.config is not None or args.overrides:
+        given = load_config(args.config, args.overrides)
+        if replace(given, source=saved.source) != saved:
+            changed = [
+                line
+                for line in difflib.unified_diff(
+                    config_to_toml(saved).splitlines()[1:],
+                    config_to_toml(given).splitlines()[1:],
+                    lineterm="",
+                    n=0,
+                )
+                if line[:1] in "+-" and line[:3] not in ("+++", "---")
+            ]
+            raise CheckpointError(
+                f"the config differs from the one the checkpoint in {out_dir} was run with "
+                f"({'; '.join(changed)}); resume without CONFIG and --set to use that one"
+            )
+    backend = checkpoint.backend if args.backend == "auto" else args.backend
+    if backend != checkpoint.backend:
+        _print(
+            f"warning: the checkpoint was written on {checkpoint.backend}; continuing on "
+            f"{backend}, the result is not bitwise identical to an uninterrupted run"
+        )
+    return saved, out_dir, backend, checkpoint
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """`dambreak run`: exit 0 on success, 2 for bad input (config, backend, output folder,
+    checkpoint), 1 when the run fails (a write failing included), 3 on a numerical failure,
+    130 when stopped by Ctrl-C or SIGTERM."""
+    try:
+        if args.resume:
+            cfg, out_dir, backend, resume = _resume_plan(args)
+        else:
+            cfg = load_config(args.config, args.overrides)
+            out_dir = Path(args.out) if args.out else cfg.output_dir
+            backend, resume = args.backend, None
+        checkpoint_every = args.checkpoint_every
+        if checkpoint_every is None and resume is not None:
+            checkpoint_every = resume.checkpoint_every
+        run_simulation(
+            cfg,
+            out_dir,
+            backend=backend,
+            threads=args.threads,
+            force=args.force,
+            checkpoint_every=checkpoint_every,
+            resume=resume,
+        )
+    except (
+        ConfigError,
+        BackendError,
+        CheckpointError,
+        OutputExistsError,
+        OutputNotWritableError,
+        NotADirectoryError,
+    ) as error:
         _print(f"dambreak run: error: {error}")
         return 2
-    except KeyboardInterrupt:
-        _print("dambreak run: interrupted; the output folder holds what was written so far")
+    except NumericalFailureError as error:
+        _print(f"dambreak run: numerical failure: {error}")
+        return 3
+    except RunInterruptedError as error:
+        _print(f"dambreak run: {error}")
         return 130
+    except KeyboardInterrupt:
+        _print(
+            "dambreak run: stopped at once; every file in the output folder is complete, "
+            "the last checkpoint (if any) still resumes the run"
+        )
+        return 130
+    except OSError as error:
+        _print(
+            f"dambreak run: error: could not write the output: {error}; what was written "
+            "before is intact (a checkpoint, if any, still resumes the run)"
+        )
+        return 1
     except Exception as error:  # noqa: BLE001 - report any failure of the run itself
         traceback.print_exc()
         _print(f"dambreak run: failed: {error}")

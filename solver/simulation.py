@@ -13,7 +13,7 @@ from solver.integrate import REMOVED_DENSITY, REMOVED_OUTSIDE, build_integrator
 from solver.neighbors import CellGrid
 from solver.parallel.reduce import SlotMaximum
 from solver.particle_kind import ParticleKind
-from solver.particles import ParticleArrays
+from solver.particles import STATE, ParticleArrays
 from solver.phase_timer import untimed
 from solver.physics.eos import tait_density, tait_pressure
 from solver.physics.interaction import build_interaction
@@ -60,6 +60,11 @@ class Simulation:
         self.grid = CellGrid(cfg.domain.min, cfg.domain.max, cfg.support_radius, capacity)
         self._maximum = SlotMaximum(3, dtype)
         self._last_slot = 0
+        self._health = ti.ndarray(ti.i32, shape=2)
+        self.nonfinite = 0
+        """Particles the last step left with a NaN or infinite position, velocity or density."""
+        self.flagged = 0
+        """Fluid particles flagged for removal so far (each is flagged once, then dropped)."""
         self.skin = resolve_skin(cfg)
         self._interact = build_interaction(cfg, self.skin)
         self._verlet, self._predict, self._correct = build_integrator(cfg)
@@ -155,11 +160,15 @@ class Simulation:
         p = self.particles
         with self.phase("integration"):
             taken = self._predict(
-                *self._symplectic_arrays(), p.count, self._maximum.out, slot, dt_limit
-            )
+                *self._symplectic_arrays(), p.count, self._maximum.out, slot, dt_limit,
+                self._health,
+            ).to_numpy()  # fmt: skip
         self._update_neighbours_and_forces()  # re-sorts: the arrays are swapped
         with self.phase("integration"):
-            self._correct(*self._symplectic_arrays(), p.count, float(taken[0]))
+            corrected = self._correct(
+                *self._symplectic_arrays(), p.count, float(taken[0]), self._health
+            ).to_numpy()
+        taken[3:] += corrected[3:]  # both halves count non-finite and flagged particles
         return taken
 
     def _verlet_step(self, slot: int, dt_limit: float):
@@ -185,7 +194,8 @@ class Simulation:
                 slot,
                 dt_limit,
                 euler,
-            )
+                self._health,
+            ).to_numpy()
 
     def step(self, dt_limit: float = math.inf) -> None:
         """Advance one time step: the CFL step, shortened to `dt_limit` when that is smaller
@@ -199,7 +209,9 @@ class Simulation:
             taken = self._symplectic_step(slot, dt_limit)
         else:
             taken = self._verlet_step(slot, dt_limit)
-        dt, a_max, v_max = (float(value) for value in taken)
+        dt, a_max, v_max = (float(value) for value in taken[:3])
+        self.nonfinite = int(taken[3])
+        self.flagged += int(taken[4])
         if dt_limit <= dt * (1.0 + 1e-6):
             # Shortened to the limit, which the device holds only to its float precision:
             # count it as the exact limit, so that the run lands on its output times.
@@ -227,3 +239,64 @@ class Simulation:
             snap.kind[keep],
             snap.id[keep],
         )
+
+    # ------------------------------------------------------------------ checkpoint support
+
+    def _carried_arrays(self) -> dict[str, ti.Ndarray]:
+        """Every device array a later step reads before writing it, by name.
+
+        The particle state (with position_prev for the symplectic scheme), the removal flags
+        still waiting for a sort, the interaction's outputs (cheap, and they keep a restored
+        step independent of which arrays the kernels happen to rewrite first), and the cell
+        grid's offsets and drop counters: with a skin the next steps reuse the last sort's
+        cells without sorting again. The sort's own buffers (keys, order) are rebuilt by every
+        sort before they are read, and the spare arrays of the reorder only receive data.
+        """
+        p, g = self.particles, self.grid
+        arrays = {f"particles.{name}": getattr(p, name) for name in STATE}
+        if p.position_prev is not None:
+            arrays["particles.position_prev"] = p.position_prev
+        for name in ("removed", "acceleration", "density_rate"):
+            arrays[f"particles.{name}"] = getattr(p, name)
+        arrays["grid.cell_offsets"] = g.cell_offsets
+        arrays["grid.dropped"] = g.dropped
+        return arrays
+
+    def state(self) -> dict[str, np.ndarray]:
+        """A host copy of everything the next steps depend on (see `restore`).
+
+        Arrays are whole (capacity long, not cut at the live count), so that a restored run
+        reads exactly the bytes this one would; scalars are 0-d arrays of their exact value.
+        """
+        state = {name: array.to_numpy() for name, array in self._carried_arrays().items()}
+        state["count"] = np.int64(self.particles.count)
+        state["steps"] = np.int64(self.steps)
+        state["sorts"] = np.int64(self.sorts)
+        state["time"] = np.float64(self.time)
+        state["dt"] = np.float64(self.dt)
+        state["moved"] = np.float64(self.moved)
+        state["flagged"] = np.int64(self.flagged)
+        return state
+
+    def restore(self, state: dict[str, np.ndarray]) -> None:
+        """Put this simulation (built from the same config) into `state`, taken by `state()`.
+
+        The next step then computes bit for bit what it would have computed in the simulation
+        that took the state, on the same backend and precision.
+        """
+        arrays = self._carried_arrays()
+        missing = sorted(set(arrays) - set(state))
+        if missing:
+            raise ValueError(f"state lacks {', '.join(missing)} (another integrator?)")
+        for name, array in arrays.items():
+            values = state[name]
+            if values.shape != array.shape + tuple(array.element_shape):
+                raise ValueError(f"state array {name} has shape {values.shape}, not this case's")
+            array.from_numpy(values)
+        self.particles.count = int(state["count"])
+        self.steps = int(state["steps"])
+        self.sorts = int(state["sorts"])
+        self.time = float(state["time"])
+        self.dt = float(state["dt"])
+        self.moved = float(state["moved"])
+        self.flagged = int(state["flagged"])

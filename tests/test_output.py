@@ -96,7 +96,9 @@ def test_prepare_output_dir_force_clears_run_files_only(tmp_path: Path) -> None:
         "probes.csv",
         "config.toml",
         "summary.json",
+        "checkpoint.npz",
         ".particles_000124.vtp.k2j3h4_x.tmp",  # temporary left by a killed run
+        ".checkpoint.npz.a8b7c6_d.tmp",
     ]
     kept = ["plot.png", "report.html", "report.md", "my_particles.vtp", "notes.txt"]
     for name in run_files + kept:
@@ -107,7 +109,7 @@ def test_prepare_output_dir_force_clears_run_files_only(tmp_path: Path) -> None:
     remaining = sorted(p.name for p in tmp_path.iterdir())
     assert remaining == sorted([*kept, "figures"])
     assert (tmp_path / "figures" / "probes.csv").exists()
-    assert len(RUN_FILE_PATTERNS) == 6
+    assert len(RUN_FILE_PATTERNS) == 7
 
 
 def test_prepare_output_dir_rejects_a_file(tmp_path: Path) -> None:

@@ -65,6 +65,8 @@ def command(
         threads=None,
         out=str(out),
         force=force,
+        resume=None,
+        checkpoint_every=None,
     )
     try:
         return run_command(args)
@@ -351,10 +353,11 @@ def test_symplectic_runs_close_to_verlet(quick_run: Run, tmp_path: Path) -> None
 
 
 def test_particles_leaving_the_domain_are_removed_and_counted(tmp_path: Path) -> None:
-    """With gravity pointing up and the domain cut 5 cm above the open top of the tank, water
-    'falls' out of the domain: those particles are removed and counted (summary removed and
-    removed_by_reason), the fluid mass drops by exactly removed * m, later snapshots hold the
-    survivors only (ids unique), and the run goes on to its end without NaN."""
+    """With gravity pointing up and the domain cut 5 cm above the open top of the tank (and no
+    limit on the share removed), water 'falls' out of the domain: those particles are removed
+    and counted (summary removed and removed_by_reason), the fluid mass drops by exactly
+    removed * m, later snapshots hold the survivors only (ids unique), and the run goes on to
+    its end without NaN."""
     cfg = load_config(
         QUICK,
         [
@@ -363,6 +366,7 @@ def test_particles_leaving_the_domain_are_removed_and_counted(tmp_path: Path) ->
             "physics.gravity=[0.0, 0.0, 9.81]",
             "domain.min=[-0.25, -0.25, -0.25]",
             "domain.max=[1.85, 0.92, 0.45]",
+            "physics.max_removed=1.0",
         ],
     )
     run = finished_run(cfg, tmp_path / "up")

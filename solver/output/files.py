@@ -25,6 +25,7 @@ RUN_FILE_PATTERNS: tuple[str, ...] = (
     "probes.csv",
     "config.toml",
     "summary.json",
+    "checkpoint.npz",
 )
 
 #: Suffix of the temporary files made by `atomic_target`; their names are
@@ -34,6 +35,10 @@ _TEMP_SUFFIX = ".tmp"
 
 class OutputExistsError(FileExistsError):
     """The output folder already holds results and overwriting was not asked for."""
+
+
+class OutputNotWritableError(PermissionError):
+    """The output folder cannot be created or written into."""
 
 
 def _current_umask() -> int:
@@ -109,9 +114,35 @@ def prepare_output_dir(path: Path, force: bool) -> None:
     if path.is_dir() and any(path.iterdir()):
         if not force:
             raise OutputExistsError(
-                f"output folder {path} already holds results; pass --force to overwrite"
+                f"output folder {path} already holds results; pass --force to start again "
+                f"or --resume {path} to continue a stopped run"
             )
         for entry in path.iterdir():
             if is_run_file(entry.name) and (entry.is_file() or entry.is_symlink()):
                 entry.unlink()
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputNotWritableError(f"cannot create output folder {path}: {error}") from None
+    check_writable(path)
+
+
+def check_writable(path: Path) -> None:
+    """Raise OutputNotWritableError unless a file can be made in the folder `path`.
+
+    Tried with a real temporary file, since permission bits do not tell (root ignores them,
+    a read-only mount does not show in them).
+    """
+    try:
+        fd, name = tempfile.mkstemp(prefix=".write-test.", suffix=_TEMP_SUFFIX, dir=path)
+    except OSError as error:
+        raise OutputNotWritableError(f"cannot write into output folder {path}: {error}") from None
+    os.close(fd)
+    os.unlink(name)
+
+
+def remove_temporaries(path: Path) -> None:
+    """Remove the temporaries of run files that a killed run left in the folder `path`."""
+    for entry in Path(path).iterdir():
+        if entry.name.startswith(".") and is_run_file(entry.name) and entry.is_file():
+            entry.unlink()

@@ -3,6 +3,7 @@ and/or .npz) and the probes (probes.csv) into the run folder; they never change 
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from solver.config import Config
 from solver.output.npz import write_snapshot_npz
@@ -35,15 +36,23 @@ class Schedule:
 class RunObservers:
     """Snapshots (VTK + .pvd, and/or .npz) and probes written into a run folder."""
 
-    def __init__(self, cfg: Config, out_dir: Path) -> None:
+    def __init__(self, cfg: Config, out_dir: Path, resume: dict[str, Any] | None = None) -> None:
+        """Start the outputs in `out_dir`, or continue them from `resume`, a `state()`.
+
+        Resuming removes the snapshots the stopped run wrote after its checkpoint (the resumed
+        run writes them again) and rewrites the .pvd and probes.csv as they were then.
+        """
         self.cfg = cfg
         self.out_dir = out_dir
-        self.snapshots_written = 0
+        resume = resume or {}
+        self.snapshots_written = int(resume.get("snapshots_written", 0))
         self._pvd = None
         if cfg.output.vtk:
             from solver.output.vtk import PvdWriter
 
-            self._pvd = PvdWriter(out_dir / "particles.pvd")
+            self._pvd = PvdWriter(out_dir / "particles.pvd", resume.get("pvd", ()))
+        if resume:  # after the .pvd, so that it never lists a removed file
+            self._remove_snapshots_from(self.snapshots_written)
         self._sampler = ProbeSampler(
             cfg.probes,
             smoothing_length=cfg.smoothing_length,
@@ -53,9 +62,28 @@ class RunObservers:
             z_range=(cfg.tank.box.min[2], cfg.tank.box.max[2]),
             dp=cfg.dp,
         )
-        self._probes = ProbeWriter(out_dir / "probes.csv", self._sampler.names)
-        self.snapshot_schedule = Schedule(cfg.time.output_interval)
-        self.probe_schedule = Schedule(cfg.probe_interval)
+        self._probes = ProbeWriter(
+            out_dir / "probes.csv", self._sampler.names, resume.get("probes")
+        )
+        self.snapshot_schedule = Schedule(cfg.time.output_interval, resume.get("snapshot_index", 0))
+        self.probe_schedule = Schedule(cfg.probe_interval, resume.get("probe_index", 0))
+
+    def state(self) -> dict[str, Any]:
+        """Where the outputs stand (JSON-ready): what `RunObservers(resume=...)` continues."""
+        return {
+            "snapshots_written": self.snapshots_written,
+            "snapshot_index": self.snapshot_schedule.index,
+            "probe_index": self.probe_schedule.index,
+            "pvd": self._pvd.entries if self._pvd is not None else [],
+            "probes": self._probes.text,
+        }
+
+    def _remove_snapshots_from(self, first: int) -> None:
+        """Delete snapshot files numbered `first` and above."""
+        for path in self.out_dir.glob("particles_*.*"):
+            number = path.stem.removeprefix("particles_")
+            if path.suffix in (".vtp", ".npz") and number.isdigit() and int(number) >= first:
+                path.unlink()
 
     def wants(self, time: float) -> bool:
         """Whether any observer is due at `time`."""

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from solver.output.files import atomic_write_text
 from solver.particle_kind import ParticleKind
 from solver.physics.smoothing_kernels import kernel_functions
 from solver.snapshot import Snapshot
@@ -205,21 +206,33 @@ class ProbeWriter:
     """Writes probes.csv: header "time,<name>,...", then one row per sample.
 
     Numbers are written with repr(float), which reads back to the identical float. Each row is
-    flushed as it is written, so the file can be plotted while the run goes on and a killed run
-    loses at most the row in progress.
+    flushed as it is written, in one write call, so the file can be plotted while the run goes
+    on and a killed run loses at most the row in progress (which `read_probes` skips).
     """
 
-    def __init__(self, path: Path, names: list[str]) -> None:
-        """Create (or truncate) the CSV at `path` and write its header."""
+    def __init__(self, path: Path, names: list[str], written: str | None = None) -> None:
+        """Create (or truncate) the CSV at `path` and write its header.
+
+        `written`, the `text` of an earlier writer of the same probes (a resumed run), replaces
+        the file atomically instead, and rows are appended after it.
+        """
         for name in names:
             _check_name(name)
         if len(set(names)) != len(names) or "time" in names:
             raise ValueError(f"probe names must be unique and not 'time', got {names}")
         self.path = Path(path)
         self.names = list(names)
-        self._file = open(self.path, "w", encoding="utf-8", newline="")
-        self._file.write(",".join(["time", *self.names]) + "\n")
-        self._file.flush()
+        header = ",".join(["time", *self.names]) + "\n"
+        if written is not None and not written.startswith(header):
+            raise ValueError(f"{path}: the probes to resume are not {self.names}")
+        self._text = [written if written is not None else header]
+        atomic_write_text(self.path, self._text[0])
+        self._file = open(self.path, "a", encoding="utf-8", newline="")
+
+    @property
+    def text(self) -> str:
+        """Everything written to the file so far."""
+        return "".join(self._text)
 
     def write(self, time: float, values: Mapping[str, float]) -> None:
         """Append the row for simulated `time`; `values` must hold every probe name."""
@@ -227,8 +240,10 @@ class ProbeWriter:
         if missing:
             raise KeyError(f"no value for probe(s) {missing} at time {time!r}")
         fields = [repr(float(time))] + [repr(float(values[name])) for name in self.names]
-        self._file.write(",".join(fields) + "\n")
+        row = ",".join(fields) + "\n"
+        self._file.write(row)
         self._file.flush()
+        self._text.append(row)
 
     def close(self) -> None:
         """Close the file (idempotent)."""
