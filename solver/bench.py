@@ -102,9 +102,12 @@ def _with_dp(cfg: Config, dp: float) -> Config:
     return replace(cfg, dp=dp)
 
 
-def _neighbour_count(sim: Simulation, reducer: Reducer, counts: ti.Ndarray) -> float:
-    """Neighbours within the support per live particle, now."""
+def neighbours_per_particle(sim: Simulation) -> float:
+    """Neighbours within the support per live particle, now (the cells of the last sort,
+    searched as far as the interaction searches)."""
     p = sim.particles
+    reducer = Reducer(max(p.count, 1))
+    counts = ti.ndarray(ti.f32, shape=max(p.count, 1))
     lo, inv_cell, dims, offsets = sim.grid.kernel_args()
     radius = sim.cfg.support_radius
     count_neighbours(
@@ -171,9 +174,7 @@ def run_bench(
         progress.update(k + 1)
     ti.sync()
 
-    reducer = Reducer(n)
-    counts = ti.ndarray(ti.f32, shape=max(n, 1))
-    neighbours_before = _neighbour_count(sim, reducer, counts)
+    neighbours_before = neighbours_per_particle(sim)
     sorts_before, time_before = sim.sorts, sim.time
     progress = _StepProgress("timed", steps, quiet)
     started = time.perf_counter()
@@ -186,7 +187,7 @@ def run_bench(
     wall_s = time.perf_counter() - started
     sorts = sim.sorts - sorts_before
     simulated = sim.time - time_before
-    neighbours = 0.5 * (neighbours_before + _neighbour_count(sim, reducer, counts))
+    neighbours = 0.5 * (neighbours_before + neighbours_per_particle(sim))
 
     timer = PhaseTimer()
     sim.phase = timer

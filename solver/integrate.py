@@ -18,6 +18,9 @@ flag; it stays frozen and out of every interaction until the next neighbour-grid
 and counts it by reason. NaN fails both tests.
 """
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import taichi as ti
 
 from solver.config import Config
@@ -76,7 +79,21 @@ def time_step(cfg: Config, a_max: float, v_max: float, visc_max: float) -> float
                          t.dt_min)  # fmt: skip
 
 
-def build_integrator(cfg: Config):
+class Integrator(NamedTuple):
+    """The integration kernels of a case, and the Taichi functions fused kernels build on."""
+
+    verlet: Callable
+    predict: Callable
+    correct: Callable
+    verlet_particle: Callable
+    """ti.func (i, arrays..., dt, euler, health): the Verlet update of one particle."""
+    device_time_step: Callable
+    """ti.func (maxima, dt_limit) -> dt: the CFL step, shortened to dt_limit."""
+    step_info: type
+    """The vector type the kernels return (dt, max |a|, max |v|, non-finite, flagged)."""
+
+
+def build_integrator(cfg: Config) -> Integrator:
     """Taichi kernels (verlet, predict, correct) for `cfg`, with its constants compiled in.
 
     Each also writes the pressure of the new density (Tait equation), ready for the next
@@ -118,31 +135,25 @@ def build_integrator(cfg: Config):
             reason = REMOVED_DENSITY
         return reason
 
-    @ti.kernel
-    def verlet(
-        position: ti.types.ndarray(ndim=1),
-        velocity: ti.types.ndarray(ndim=1),
-        velocity_prev: ti.types.ndarray(ndim=1),
-        density: ti.types.ndarray(ndim=1),
-        density_prev: ti.types.ndarray(ndim=1),
-        kind: ti.types.ndarray(ndim=1),
-        acceleration: ti.types.ndarray(ndim=1),
-        density_rate: ti.types.ndarray(ndim=1),
-        pressure: ti.types.ndarray(ndim=1),
-        removed: ti.types.ndarray(ndim=1),
-        n: ti.i32,
-        maxima: ti.types.ndarray(ndim=1),
-        slot: ti.i32,
-        dt_limit: float,
-        euler: ti.i32,
-        health: ti.types.ndarray(dtype=ti.i32, ndim=1),
-    ) -> step_info:
-        dt = device_time_step(maxima[slot], dt_limit)
-        health[0] = 0
-        health[1] = 0
-        for i in range(n):
-            if removed[i] != 0:
-                continue
+    @ti.func
+    def verlet_particle(
+        i,
+        position: ti.template(),
+        velocity: ti.template(),
+        velocity_prev: ti.template(),
+        density: ti.template(),
+        density_prev: ti.template(),
+        kind: ti.template(),
+        acceleration: ti.template(),
+        density_rate: ti.template(),
+        pressure: ti.template(),
+        removed: ti.template(),
+        dt,
+        euler,
+        health: ti.template(),
+    ):
+        """The Verlet (or Euler) update of particle i; frozen while flagged for removal."""
+        if removed[i] == 0:
             rho = density[i]
             rho_new = density_prev[i] + 2.0 * dt * density_rate[i]
             if euler:
@@ -166,6 +177,34 @@ def build_integrator(cfg: Config):
             pressure[i] = tait_pressure(rho_new, rho0, b, gamma)
             removed[i] = flag
             tally(health, flag, finite_state(position[i], velocity[i], rho_new))
+
+    @ti.kernel
+    def verlet(
+        position: ti.types.ndarray(ndim=1),
+        velocity: ti.types.ndarray(ndim=1),
+        velocity_prev: ti.types.ndarray(ndim=1),
+        density: ti.types.ndarray(ndim=1),
+        density_prev: ti.types.ndarray(ndim=1),
+        kind: ti.types.ndarray(ndim=1),
+        acceleration: ti.types.ndarray(ndim=1),
+        density_rate: ti.types.ndarray(ndim=1),
+        pressure: ti.types.ndarray(ndim=1),
+        removed: ti.types.ndarray(ndim=1),
+        n: ti.i32,
+        maxima: ti.types.ndarray(ndim=1),
+        slot: ti.i32,
+        dt_limit: float,
+        euler: ti.i32,
+        health: ti.types.ndarray(dtype=ti.i32, ndim=1),
+    ) -> step_info:
+        dt = device_time_step(maxima[slot], dt_limit)
+        health[0] = 0
+        health[1] = 0
+        for i in range(n):
+            verlet_particle(
+                i, position, velocity, velocity_prev, density, density_prev, kind, acceleration,
+                density_rate, pressure, removed, dt, euler, health,
+            )  # fmt: skip
         return step_info(dt, maxima[slot][0], maxima[slot][1], health[0], health[1])
 
     @ti.kernel
@@ -250,4 +289,4 @@ def build_integrator(cfg: Config):
             tally(health, flag, finite_state(position[i], velocity[i], rho_new))
         return step_info(dt, 0.0, 0.0, health[0], health[1])
 
-    return verlet, predict, correct
+    return Integrator(verlet, predict, correct, verlet_particle, device_time_step, step_info)

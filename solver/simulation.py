@@ -9,6 +9,7 @@ import numpy as np
 import taichi as ti
 
 from solver.config import Config
+from solver.fused_step import build_verlet_step
 from solver.integrate import REMOVED_DENSITY, REMOVED_OUTSIDE, build_integrator
 from solver.neighbors import CellGrid
 from solver.parallel.reduce import SlotMaximum
@@ -66,8 +67,9 @@ class Simulation:
         self.flagged = 0
         """Fluid particles flagged for removal so far (each is flagged once, then dropped)."""
         self.skin = resolve_skin(cfg)
-        self._interact = build_interaction(cfg, self.skin)
-        self._verlet, self._predict, self._correct = build_integrator(cfg)
+        self._interaction = build_interaction(cfg, self.skin)
+        self._integrator = build_integrator(cfg)
+        self._verlet_step_kernel = build_verlet_step(self._interaction, self._integrator)
         self.moved = math.inf
         """Bound on how far any particle moved since the last sort (inf: sort now) [m]."""
         self.sorts = 0
@@ -124,7 +126,7 @@ class Simulation:
         lo, inv_cell, dims, offsets = self.grid.kernel_args()
         slot = self._last_slot = self._maximum.next_slot()
         with self.phase("interaction"):
-            self._interact(
+            self._interaction.kernel(
                 p.position,
                 p.velocity,
                 p.density,
@@ -159,26 +161,44 @@ class Simulation:
         """Predictor, second interaction, corrector; returns (dt, max |a|, max |v|)."""
         p = self.particles
         with self.phase("integration"):
-            taken = self._predict(
+            taken = self._integrator.predict(
                 *self._symplectic_arrays(), p.count, self._maximum.out, slot, dt_limit,
                 self._health,
             ).to_numpy()  # fmt: skip
         self._update_neighbours_and_forces()  # re-sorts: the arrays are swapped
         with self.phase("integration"):
-            corrected = self._correct(
+            corrected = self._integrator.correct(
                 *self._symplectic_arrays(), p.count, float(taken[0]), self._health
             ).to_numpy()
         taken[3:] += corrected[3:]  # both halves count non-finite and flagged particles
         return taken
 
-    def _verlet_step(self, slot: int, dt_limit: float):
-        """One Verlet (or, every verlet_euler_every steps, Euler) update; returns (dt,
-        max |a|, max |v|)."""
-        p = self.particles
+    def _euler_now(self) -> int:
+        """1 on the steps where Verlet takes its Euler step (every verlet_euler_every)."""
         every = self.cfg.time.verlet_euler_every
-        euler = int(self.steps % every == every - 1)
+        return int(self.steps % every == every - 1)
+
+    def _verlet_step_in_one_launch(self, dt_limit: float):
+        """Sort when due, then interaction, time step and Verlet update in one kernel launch
+        (see solver/fused_step.py); returns what the integration kernels return."""
+        with self.phase("neighbour sort"):
+            self._sort_if_needed()
+        p = self.particles
+        lo, inv_cell, dims, offsets = self.grid.kernel_args()
+        slot = self._last_slot = self._maximum.next_slot()
+        return self._verlet_step_kernel(
+            p.position, p.velocity, p.velocity_prev, p.density, p.density_prev, p.pressure,
+            p.kind, p.removed, p.count, lo, inv_cell, dims, offsets, p.acceleration,
+            p.density_rate, self._maximum.out, slot, dt_limit, self._euler_now(), self._health,
+        ).to_numpy()  # fmt: skip
+
+    def _verlet_step(self, slot: int, dt_limit: float):
+        """One Verlet (or Euler) update after a separate interaction launch; returns (dt,
+        max |a|, max |v|, non-finite, flagged)."""
+        p = self.particles
+        euler = self._euler_now()
         with self.phase("integration"):
-            return self._verlet(
+            return self._integrator.verlet(
                 p.position,
                 p.velocity,
                 p.velocity_prev,
@@ -202,13 +222,17 @@ class Simulation:
         (so a run lands exactly on its output times).
 
         The step is taken on the device from the maxima of the interaction; the integration
-        kernel returns it, with the maxima, which is the one read-back of a step.
+        kernel returns it, with the maxima and the health counts, which is the one read-back
+        of a step. A Verlet step is one kernel launch (plus a sort when due).
         """
-        slot = self._update_neighbours_and_forces()
-        if self.symplectic:
-            taken = self._symplectic_step(slot, dt_limit)
-        else:
-            taken = self._verlet_step(slot, dt_limit)
+        if self.phase is untimed and not self.symplectic:
+            taken = self._verlet_step_in_one_launch(dt_limit)
+        else:  # separate launches, each timed when benchmarks time the phases
+            slot = self._update_neighbours_and_forces()
+            if self.symplectic:
+                taken = self._symplectic_step(slot, dt_limit)
+            else:
+                taken = self._verlet_step(slot, dt_limit)
         dt, a_max, v_max = (float(value) for value in taken[:3])
         self.nonfinite = int(taken[3])
         self.flagged += int(taken[4])

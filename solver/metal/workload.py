@@ -4,14 +4,18 @@ Taichi compiles a kernel when it is first called, once per distinct instantiatio
 dtypes, template arguments, compiled-in constants), so the workload calls everything: the
 building blocks and the neighbour search through the self-test's checks, then a few steps of
 the quick case for each choice that changes the generated code (smoothing kernel x density
-diffusion; each integrator with each kernel) and a snapshot of each, which runs Taichi's own
+diffusion; each integrator with each kernel), one more step timed phase by phase (the separate
+kernels `dambreak bench` times), the benchmarks' neighbour count, and a snapshot of each, which
+runs Taichi's own
 copy kernels (to_numpy, from_numpy, fill) as `dambreak run` does. Precision is f32 only: the
 solver refuses f64 on Metal before anything is compiled (solver.backend.CAPABILITIES).
 """
 
 from collections.abc import Callable
 
+from solver.bench import neighbours_per_particle
 from solver.config import load_config
+from solver.phase_timer import PhaseTimer
 from solver.physics.smoothing_kernels import KERNEL_NAMES
 from solver.selftest.blocks import BLOCK_CHECKS
 from solver.simulation import Simulation
@@ -46,6 +50,9 @@ def run_variant(kernel: str, diffusion: str, integrator: str) -> None:
     sim = Simulation(cfg)
     for _ in range(STEPS):
         sim.step()
+    sim.phase = PhaseTimer()  # the separate kernels that `dambreak bench` times
+    sim.step()
+    neighbours_per_particle(sim)
     sim.snapshot()
 
 

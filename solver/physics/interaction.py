@@ -13,6 +13,9 @@ the maxima over particles of |a_i| and |v_i| (fluid) and of max_j |v_ij . r_ij| 
 (r_ij^2 + eta^2), so the integration kernel can take the step on the device.
 """
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import taichi as ti
 
 from solver.config import Config
@@ -29,8 +32,16 @@ diffusion_pair_term = taichi_func(density_diffusion.diffusion_pair_term)
 hydrostatic_density_difference = taichi_func(density_diffusion.hydrostatic_density_difference)
 
 
-def build_interaction(cfg: Config, skin: float = 0.0):
-    """A Taichi kernel computing the interaction for `cfg`; its constants are compiled in.
+class Interaction(NamedTuple):
+    """The interaction pass as a kernel, and as the Taichi function of one particle that the
+    kernel runs for every particle (fused kernels run it before their own loops)."""
+
+    kernel: Callable
+    particle: Callable
+
+
+def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
+    """The interaction for `cfg`, its constants compiled in.
 
     Candidates are searched within (1 + skin) 2H (see Simulation's sort schedule); particles
     flagged for removal take no part until the next sort drops them.
@@ -47,6 +58,84 @@ def build_interaction(cfg: Config, skin: float = 0.0):
     delta = cfg.physics.delta
     diffusion = cfg.physics.density_diffusion
     gx, gy, gz = cfg.physics.gravity
+
+    @ti.func
+    def interact_particle(
+        i,
+        position: ti.template(),
+        velocity: ti.template(),
+        density: ti.template(),
+        pressure: ti.template(),
+        kind: ti.template(),
+        removed: ti.template(),
+        lo,
+        inv_cell,
+        dims,
+        cell_offsets: ti.template(),
+        acceleration: ti.template(),
+        density_rate: ti.template(),
+        maxima: ti.template(),
+        slot,
+    ):
+        """The interaction of particle i: its acceleration and density rate, and its share
+        of the time-step maxima."""
+        gravity = ti.Vector([gx, gy, gz])
+        x_i = position[i]
+        v_i = velocity[i]
+        rho_i = density[i]
+        p_i = pressure[i]
+        fluid_i = kind[i] == FLUID
+        acc = ti.Vector([0.0, 0.0, 0.0])
+        rate = 0.0
+        visc = 0.0
+        active = removed[i] == 0
+        if active:
+            box = search_cells(x_i, search_radius, lo, inv_cell, dims)
+            for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
+                span = row_span(x_i, search_radius, cy, cz, lo, inv_cell, dims, cell_offsets)
+                for j in range(span[0], span[1]):
+                    r_ij = x_i - position[j]
+                    r2 = r_ij.norm_sqr()
+                    if (
+                        r2 < support2
+                        and j != i
+                        and removed[j] == 0
+                        and (fluid_i or kind[j] == FLUID)
+                    ):
+                        fluid_j = kind[j] == FLUID
+                        f = gradient_factor(ti.sqrt(r2), h)
+                        grad = r_ij * f
+                        v_ij = v_i - velocity[j]
+                        rate += mass * v_ij.dot(grad)
+                        if fluid_i:
+                            rho_j = density[j]
+                            v_dot_r = v_ij.dot(r_ij)
+                            pi_ij = monaghan_pi(
+                                v_dot_r, r2, 0.5 * (rho_i + rho_j), h, eta2, alpha, c0
+                            )
+                            acc -= mass * ((p_i + pressure[j]) / (rho_i * rho_j) + pi_ij) * grad
+                            visc = ti.max(visc, ti.abs(v_dot_r) / (r2 + eta2))
+                            if ti.static(diffusion != "none"):
+                                if fluid_j:
+                                    difference = rho_j - rho_i
+                                    if ti.static(diffusion == "fourtakas"):
+                                        difference -= hydrostatic_density_difference(
+                                            -gravity.dot(r_ij), rho0, b, gamma
+                                        )
+                                    rate += diffusion_pair_term(
+                                        difference, r2, f, rho_j, mass, h, c0, delta, eta2
+                                    )
+        a_norm = 0.0
+        v_norm = 0.0
+        if fluid_i and active:
+            acc += gravity
+            a_norm = acc.norm()
+            v_norm = v_i.norm()
+        acceleration[i] = acc
+        density_rate[i] = rate
+        if i == 0:
+            clear_slot(maxima, 1 - slot)
+        merge_max(maxima, slot, ti.Vector([a_norm, v_norm, visc]))
 
     @ti.kernel
     def interact(
@@ -66,63 +155,10 @@ def build_interaction(cfg: Config, skin: float = 0.0):
         maxima: ti.types.ndarray(ndim=1),
         slot: ti.i32,
     ):
-        gravity = ti.Vector([gx, gy, gz])
         for i in range(n):
-            x_i = position[i]
-            v_i = velocity[i]
-            rho_i = density[i]
-            p_i = pressure[i]
-            fluid_i = kind[i] == FLUID
-            acc = ti.Vector([0.0, 0.0, 0.0])
-            rate = 0.0
-            visc = 0.0
-            active = removed[i] == 0
-            if active:
-                box = search_cells(x_i, search_radius, lo, inv_cell, dims)
-                for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
-                    span = row_span(x_i, search_radius, cy, cz, lo, inv_cell, dims, cell_offsets)
-                    for j in range(span[0], span[1]):
-                        r_ij = x_i - position[j]
-                        r2 = r_ij.norm_sqr()
-                        if (
-                            r2 < support2
-                            and j != i
-                            and removed[j] == 0
-                            and (fluid_i or kind[j] == FLUID)
-                        ):
-                            fluid_j = kind[j] == FLUID
-                            f = gradient_factor(ti.sqrt(r2), h)
-                            grad = r_ij * f
-                            v_ij = v_i - velocity[j]
-                            rate += mass * v_ij.dot(grad)
-                            if fluid_i:
-                                rho_j = density[j]
-                                v_dot_r = v_ij.dot(r_ij)
-                                pi_ij = monaghan_pi(
-                                    v_dot_r, r2, 0.5 * (rho_i + rho_j), h, eta2, alpha, c0
-                                )
-                                acc -= mass * ((p_i + pressure[j]) / (rho_i * rho_j) + pi_ij) * grad
-                                visc = ti.max(visc, ti.abs(v_dot_r) / (r2 + eta2))
-                                if ti.static(diffusion != "none"):
-                                    if fluid_j:
-                                        difference = rho_j - rho_i
-                                        if ti.static(diffusion == "fourtakas"):
-                                            difference -= hydrostatic_density_difference(
-                                                -gravity.dot(r_ij), rho0, b, gamma
-                                            )
-                                        rate += diffusion_pair_term(
-                                            difference, r2, f, rho_j, mass, h, c0, delta, eta2
-                                        )
-            a_norm = 0.0
-            v_norm = 0.0
-            if fluid_i and active:
-                acc += gravity
-                a_norm = acc.norm()
-                v_norm = v_i.norm()
-            acceleration[i] = acc
-            density_rate[i] = rate
-            if i == 0:
-                clear_slot(maxima, 1 - slot)
-            merge_max(maxima, slot, ti.Vector([a_norm, v_norm, visc]))
+            interact_particle(
+                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+                cell_offsets, acceleration, density_rate, maxima, slot,
+            )  # fmt: skip
 
-    return interact
+    return Interaction(interact, interact_particle)
