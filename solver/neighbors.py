@@ -20,7 +20,7 @@ import math
 import numpy as np
 import taichi as ti
 
-from solver.parallel.scan import ExclusiveScan
+from solver.parallel.scan import build_scan, scratch_size
 from solver.parallel.sort import StableKeySort
 
 I32Array = ti.types.ndarray(dtype=ti.i32, ndim=1)
@@ -119,10 +119,8 @@ def row_span(p, radius, cy, cz, lo, inv_cell, dims, cell_offsets: ti.template())
     return ti.Vector([begin, end])
 
 
-@ti.kernel
-def _reset(
-    key_by_id: I32Array, capacity: ti.i32, sentinel: ti.i32, cell_offsets: I32Array, cells: ti.i32
-):
+@ti.func
+def _reset(key_by_id: ti.template(), capacity, sentinel, cell_offsets: ti.template(), cells):
     for i in range(ti.max(capacity, cells)):
         if i < capacity:
             key_by_id[i] = sentinel
@@ -130,20 +128,20 @@ def _reset(
             cell_offsets[i] = 0
 
 
-@ti.kernel
+@ti.func
 def _assign_keys(
-    position: ti.types.ndarray(ndim=1),
-    ids: I32Array,
-    removed: I32Array,
-    n: ti.i32,
-    lo: ti.math.vec3,
-    inv_cell: float,
-    dims: ti.math.ivec3,
-    sentinel: ti.i32,
-    key_by_id: I32Array,
-    index_by_id: I32Array,
-    cell_counts: I32Array,
-    dropped: I32Array,
+    position: ti.template(),
+    ids: ti.template(),
+    removed: ti.template(),
+    n,
+    lo,
+    inv_cell,
+    dims,
+    sentinel,
+    key_by_id: ti.template(),
+    index_by_id: ti.template(),
+    cell_counts: ti.template(),
+    dropped: ti.template(),
 ):
     for i in range(n):
         key = sentinel
@@ -155,6 +153,38 @@ def _assign_keys(
             ti.atomic_add(dropped[ti.min(reason, DROP_REASONS - 1)], 1)
         key_by_id[ids[i]] = key
         index_by_id[ids[i]] = i
+
+
+def _build_cell_count(num_cells: int):
+    """The kernel filling a grid's keys and cell offsets, in one launch; returns the number of
+    live particles."""
+    scan = build_scan(num_cells + 1)
+
+    @ti.kernel
+    def cell_count(
+        position: ti.types.ndarray(ndim=1),
+        ids: I32Array,
+        removed: I32Array,
+        n: ti.i32,
+        capacity: ti.i32,
+        lo: ti.math.vec3,
+        inv_cell: float,
+        dims: ti.math.ivec3,
+        key_by_id: I32Array,
+        index_by_id: I32Array,
+        cell_offsets: I32Array,
+        dropped: I32Array,
+        scratch: I32Array,
+    ) -> ti.i32:
+        _reset(key_by_id, capacity, num_cells, cell_offsets, num_cells + 1)
+        _assign_keys(
+            position, ids, removed, n, lo, inv_cell, dims, num_cells, key_by_id, index_by_id,
+            cell_offsets, dropped,
+        )  # fmt: skip
+        scan(cell_offsets, cell_offsets, num_cells + 1, scratch)
+        return cell_offsets[num_cells]
+
+    return cell_count
 
 
 def grid_dims(lo, hi, support_radius: float) -> tuple[int, int, int]:
@@ -197,7 +227,8 @@ class CellGrid:
         self.dropped = ti.ndarray(ti.i32, shape=DROP_REASONS)
         self.dropped.fill(0)
         self._sort = StableKeySort(cap)
-        self._scan = ExclusiveScan(self.num_cells + 1)
+        self._scan_scratch = ti.ndarray(ti.i32, shape=scratch_size(self.num_cells + 1))
+        self._cell_count = _build_cell_count(self.num_cells)
         self._kernel_args = (
             ti.Vector(self.lo.tolist()),
             self.inv_cell,
@@ -212,7 +243,7 @@ class CellGrid:
         return (
             4 * (4 * cap + num_cells + 1 + DROP_REASONS)
             + StableKeySort.nbytes(cap)
-            + ExclusiveScan.nbytes(num_cells + 1)
+            + 4 * scratch_size(num_cells + 1)
         )
 
     @property
@@ -232,23 +263,11 @@ class CellGrid:
         """
         if n > self.capacity:
             raise ValueError(f"{n} particles exceed the grid's capacity {self.capacity}")
-        _reset(self.key_by_id, self.capacity, self.sentinel, self.cell_offsets, self.num_cells + 1)
         lo, inv_cell, dims, _ = self.kernel_args()
-        _assign_keys(
-            position,
-            ids,
-            removed,
-            n,
-            lo,
-            inv_cell,
-            dims,
-            self.sentinel,
-            self.key_by_id,
-            self.index_by_id,
-            self.cell_offsets,
-            self.dropped,
-        )
-        self._scan(self.cell_offsets, self.cell_offsets, self.num_cells + 1)
+        kept = self._cell_count(
+            position, ids, removed, n, self.capacity, lo, inv_cell, dims, self.key_by_id,
+            self.index_by_id, self.cell_offsets, self.dropped, self._scan_scratch,
+        )  # fmt: skip
         self._sort(
             self.key_by_id,
             self.index_by_id,
@@ -257,7 +276,7 @@ class CellGrid:
             self.capacity,
             self.key_bits,
         )
-        return int(self.cell_offsets[self.num_cells])
+        return int(kept)
 
 
 @ti.kernel

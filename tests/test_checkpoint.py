@@ -435,7 +435,9 @@ def test_two_sigints_exit_130_with_valid_files(tmp_path: Path) -> None:
     time.sleep(0.005)
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=120)
-    assert child.returncode == 130, err
+    # 130 from the run, or death by SIGINT (which a shell also reports as 130) when the second
+    # signal lands after the run has finished, while Python shuts down with default handlers.
+    assert child.returncode in (130, -signal.SIGINT), err
     assert "stopped at once" in err or "stopped at step" in err
     assert_folder_consistent(out)
 

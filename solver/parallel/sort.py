@@ -10,22 +10,16 @@ chunk again in order, writing each element to the next free slot of its digit. K
 
 import taichi as ti
 
-from solver.parallel.scan import ExclusiveScan
+from solver.parallel.scan import build_scan, scratch_size
 
 I32Array = ti.types.ndarray(dtype=ti.i32, ndim=1)
 
 MAX_DIGIT_BITS = 8
 
 
-@ti.kernel
+@ti.func
 def _digit_histogram(
-    keys: I32Array,
-    n: ti.i32,
-    shift: ti.i32,
-    digit_bits: ti.i32,
-    chunk: ti.i32,
-    chunks: ti.i32,
-    histogram: I32Array,
+    keys: ti.template(), n, shift, digit_bits, chunk, chunks, histogram: ti.template()
 ):
     radix = 1 << digit_bits
     for c in range(chunks):
@@ -39,18 +33,18 @@ def _digit_histogram(
             histogram[slot] = histogram[slot] + 1
 
 
-@ti.kernel
+@ti.func
 def _scatter_by_digit(
-    keys: I32Array,
-    values: I32Array,
-    keys_out: I32Array,
-    values_out: I32Array,
-    n: ti.i32,
-    shift: ti.i32,
-    digit_bits: ti.i32,
-    chunk: ti.i32,
-    chunks: ti.i32,
-    offsets: I32Array,
+    keys: ti.template(),
+    values: ti.template(),
+    keys_out: ti.template(),
+    values_out: ti.template(),
+    n,
+    shift,
+    digit_bits,
+    chunk,
+    chunks,
+    offsets: ti.template(),
 ):
     radix = 1 << digit_bits
     for c in range(chunks):
@@ -95,23 +89,65 @@ def histogram_size(capacity: int, max_digit_bits: int = MAX_DIGIT_BITS) -> int:
 class StableKeySort:
     """Stable radix sort of i32 (key, value) pairs for up to `capacity` elements.
 
-    Inputs are not modified; outputs must be distinct from the inputs.
+    All passes of a sort, each with its histogram scan, run from one kernel launch (compiled
+    once per key width). Inputs are not modified; outputs must be distinct from the inputs.
     """
 
     def __init__(self, capacity: int, max_digit_bits: int = MAX_DIGIT_BITS) -> None:
         self.capacity = max(int(capacity), 1)
         self.max_digit_bits = max_digit_bits
-        size = histogram_size(self.capacity, max_digit_bits)
-        self._histogram = ti.ndarray(ti.i32, shape=size)
-        self._scan = ExclusiveScan(size)
+        self._histogram = ti.ndarray(ti.i32, shape=histogram_size(self.capacity, max_digit_bits))
+        self._scan_scratch = ti.ndarray(ti.i32, shape=scratch_size(self._histogram.shape[0]))
         self._keys_tmp = ti.ndarray(ti.i32, shape=self.capacity)
         self._values_tmp = ti.ndarray(ti.i32, shape=self.capacity)
+        self._kernels: dict[int, object] = {}
 
     @staticmethod
     def nbytes(capacity: int, max_digit_bits: int = MAX_DIGIT_BITS) -> int:
-        """Device bytes of the scratch a `StableKeySort(capacity, ...)` allocates."""
-        size = histogram_size(capacity, max_digit_bits)
-        return 4 * (size + 2 * max(int(capacity), 1)) + ExclusiveScan.nbytes(size)
+        """Device bytes a `StableKeySort(capacity, max_digit_bits)` allocates."""
+        capacity = max(int(capacity), 1)
+        histogram = histogram_size(capacity, max_digit_bits)
+        return 4 * (histogram + scratch_size(histogram) + 2 * capacity)
+
+    def _kernel(self, key_bits: int):
+        """The one-launch sort of keys of key_bits bits (built on first use)."""
+        if key_bits in self._kernels:
+            return self._kernels[key_bits]
+        passes, digit_bits, chunk = digit_plan(key_bits, self.max_digit_bits)
+        scan = build_scan(self._histogram.shape[0])
+
+        @ti.kernel
+        def radix_sort(
+            keys: I32Array,
+            values: I32Array,
+            keys_out: I32Array,
+            values_out: I32Array,
+            keys_tmp: I32Array,
+            values_tmp: I32Array,
+            n: ti.i32,
+            histogram: I32Array,
+            scratch: I32Array,
+        ):
+            chunks = (n + chunk - 1) // chunk
+            for p in ti.static(range(passes)):
+                # Ping-pong so that the last pass lands in the outputs.
+                last = ti.static((passes - 1 - p) % 2 == 0)
+                source_keys = ti.static(keys if p == 0 else (keys_tmp if last else keys_out))
+                source_values = ti.static(
+                    values if p == 0 else (values_tmp if last else values_out)
+                )
+                target_keys = ti.static(keys_out if last else keys_tmp)
+                target_values = ti.static(values_out if last else values_tmp)
+                shift = p * digit_bits
+                _digit_histogram(source_keys, n, shift, digit_bits, chunk, chunks, histogram)
+                scan(histogram, histogram, (1 << digit_bits) * chunks, scratch)
+                _scatter_by_digit(
+                    source_keys, source_values, target_keys, target_values, n, shift,
+                    digit_bits, chunk, chunks, histogram,
+                )  # fmt: skip
+
+        self._kernels[key_bits] = radix_sort
+        return radix_sort
 
     def __call__(
         self,
@@ -127,30 +163,10 @@ class StableKeySort:
             raise ValueError(f"sort of {n} elements exceeds its capacity {self.capacity}")
         if not 0 <= key_bits <= 31:
             raise ValueError(f"key_bits must be in [0, 31], got {key_bits}")
-        passes, digit_bits, chunk = digit_plan(key_bits, self.max_digit_bits)
-        if passes == 0 or n <= 1:
+        if digit_plan(key_bits, self.max_digit_bits)[0] == 0 or n <= 1:
             _copy_pairs(keys, values, keys_out, values_out, n)
             return
-        chunks = -(-n // chunk)
-        histogram_size = (1 << digit_bits) * chunks
-        # Ping-pong so that the last pass lands in the outputs.
-        targets = [(keys_out, values_out), (self._keys_tmp, self._values_tmp)]
-        source = (keys, values)
-        for p in range(passes):
-            target = targets[(passes - 1 - p) % 2]
-            shift = p * digit_bits
-            _digit_histogram(source[0], n, shift, digit_bits, chunk, chunks, self._histogram)
-            self._scan(self._histogram, self._histogram, histogram_size)
-            _scatter_by_digit(
-                source[0],
-                source[1],
-                target[0],
-                target[1],
-                n,
-                shift,
-                digit_bits,
-                chunk,
-                chunks,
-                self._histogram,
-            )
-            source = target
+        self._kernel(key_bits)(
+            keys, values, keys_out, values_out, self._keys_tmp, self._values_tmp, n,
+            self._histogram, self._scan_scratch,
+        )  # fmt: skip
