@@ -158,7 +158,8 @@ class Simulation:
                 p.removed)  # fmt: skip
 
     def _symplectic_step(self, slot: int, dt_limit: float):
-        """Predictor, second interaction, corrector; returns (dt, max |a|, max |v|)."""
+        """Predictor, second interaction, corrector; returns (dt, max |a|, max |v|, non-finite,
+        flagged), the counts of both halves added."""
         p = self.particles
         with self.phase("integration"):
             taken = self._integrator.predict(

@@ -8,9 +8,12 @@ is skipped with its reason, except those named in DAMBREAK_REQUIRE_BACKENDS, whi
 
 from __future__ import annotations
 
+import atexit
 import ctypes.util
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 import taichi as ti
@@ -29,6 +32,14 @@ def _candidate_backends() -> list[str]:
         names.append("metal")
     return names
 
+
+# Taichi's offline cache of compiled kernels: one private folder for this test session (and the
+# processes it starts), never the user's, so that no other process writing it, or a test run
+# killed while writing it, can hand this session a half-written entry.
+if "TI_OFFLINE_CACHE_FILE_PATH" not in os.environ:
+    _cache = tempfile.mkdtemp(prefix="dambreak-ticache-")
+    os.environ["TI_OFFLINE_CACHE_FILE_PATH"] = _cache
+    atexit.register(shutil.rmtree, _cache, ignore_errors=True)
 
 REQUIRED = {b.strip() for b in os.environ.get("DAMBREAK_REQUIRE_BACKENDS", "").split(",") if b}
 _current: tuple[str, str] | None = None

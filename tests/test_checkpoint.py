@@ -73,13 +73,18 @@ def run_args(out: Path, end: float, interval: float, *extra: str) -> list[str]:
 
 
 def spawn(*argv: str) -> subprocess.Popen:
-    """`python -m solver.cli run ARGV...` in a child process (this checkout's code)."""
+    """`python -m solver.cli run ARGV...` in a child process (this checkout's code).
+
+    The child keeps no offline kernel cache: tests kill children, and one killed while Taichi
+    writes its cache would leave a broken entry for the processes that share it.
+    """
     return subprocess.Popen(
         [sys.executable, "-m", "solver.cli", "run", *argv],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=os.environ | {"TI_OFFLINE_CACHE": "0"},
     )
 
 

@@ -119,7 +119,7 @@ def test_reductions_match_numpy(on_backend, n):
     reducer.max(array, n, out, 2)
     total, low, high = out.to_numpy()
     assert total == pytest.approx(
-        values.astype(np.float64).sum(), abs=1e-5 * np.abs(values).sum() + 1e-6
+        values.astype(np.float64).sum(), abs=float(1e-5 * np.abs(values).sum() + 1e-6)
     )
     assert low == (values.min() if n else np.inf)
     assert high == (values.max() if n else -np.inf)
