@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import os
 import platform
 import sys
@@ -107,7 +108,21 @@ def _init(
     if offline_cache_dir is not None:
         kwargs["offline_cache"] = True
         kwargs["offline_cache_file_path"] = str(offline_cache_dir)
+    gc.collect()  # ti.init resets the running program: see reset_taichi
     ti.init(**kwargs)
+
+
+def reset_taichi() -> None:
+    """ti.reset(), after collecting Python's garbage.
+
+    Taichi frees an ndarray when its Python object dies, looking it up by address in the
+    program running at that moment. An ndarray of the program about to be reset that only a
+    reference cycle still holds (a traceback kept by a caught exception, say) would otherwise
+    die later, under the next program, and could free a live array that happens to reuse its
+    address. Collecting first lets it die while its own program still runs.
+    """
+    gc.collect()
+    ti.reset()
 
 
 def _auto_backend() -> str:
@@ -116,9 +131,9 @@ def _auto_backend() -> str:
     for name in candidates:
         _init(name, "f32", None)
         if _running_arch() == name:
-            ti.reset()
+            reset_taichi()
             return name
-        ti.reset()
+        reset_taichi()
     return "cpu"
 
 
@@ -149,7 +164,7 @@ def start_backend(
     _init(backend, precision, threads, offline_cache_dir)
     running = _running_arch()
     if running != backend:
-        ti.reset()
+        reset_taichi()
         raise BackendError(
             f"backend {backend} was asked for but Taichi started {running} instead "
             f"(no usable {backend} device or driver on this machine); "

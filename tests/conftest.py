@@ -16,9 +16,8 @@ import sys
 import tempfile
 
 import pytest
-import taichi as ti
 
-from solver.backend import BackendError, start_backend
+from solver.backend import BackendError, reset_taichi, start_backend
 
 
 def _candidate_backends() -> list[str]:
@@ -50,7 +49,7 @@ def use_backend(name: str, precision: str = "f32") -> None:
     global _current
     if _current == (name, precision):
         return
-    ti.reset()
+    reset_taichi()
     _current = None
     try:
         start_backend(name, precision)

@@ -20,9 +20,9 @@ from pathlib import Path
 import conftest
 import numpy as np
 import pytest
-import taichi as ti
 from conftest import use_backend
 
+from solver.backend import reset_taichi
 from solver.cli import build_parser
 from solver.config import load_config
 from solver.health import HealthCheck, HealthLimits, NumericalFailureError
@@ -171,7 +171,7 @@ def test_restored_simulation_continues_bit_for_bit(
         stopped.step()
     state = stopped.state()
     write_checkpoint(tmp_path, Checkpoint(state, {}, "", "", backend, "f32", "0", None))
-    ti.reset()
+    reset_taichi()
     forget_backend()
     use_backend(backend, cfg.physics.precision)
     resumed = Simulation(cfg)

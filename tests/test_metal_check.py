@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import taichi as ti
 
-from solver.backend import BackendError, start_backend
+from solver.backend import BackendError, reset_taichi, start_backend
 from solver.metal.check import check_cache, missing_tools
 from solver.metal.spirv import MAGIC, decode_string, find_modules, inspect_module
 from solver.metal.taichi_cache import read_cache
@@ -171,7 +171,7 @@ def clean_f32(values: ti.types.ndarray(dtype=ti.f32, ndim=1), n: ti.i32):
 
 def test_planted_f64_kernel_is_caught_and_clean_kernel_passes(tmp_path):
     _need(not missing_tools(), f"{', '.join(missing_tools())} not installed")
-    ti.reset()
+    reset_taichi()
     conftest._current = None  # Taichi restarted here, behind conftest's back
     try:
         start_backend("vulkan", offline_cache_dir=tmp_path)
@@ -183,7 +183,7 @@ def test_planted_f64_kernel_is_caught_and_clean_kernel_passes(tmp_path):
         planted_f64(values, 64)
         clean_f32(values, 64)
     finally:
-        ti.reset()
+        reset_taichi()
     kernels = {task.kernel for task in read_cache(tmp_path)}
     assert any(k.startswith("planted_f64") for k in kernels)
     out = io.StringIO()

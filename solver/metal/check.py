@@ -25,9 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import taichi as ti
-
-from solver.backend import BackendError, start_backend
+from solver.backend import BackendError, reset_taichi, start_backend
 from solver.metal.spirv import METAL_MAX_BUFFERS, inspect_module
 from solver.metal.taichi_cache import CachedTask, read_cache
 
@@ -135,7 +133,7 @@ def compile_kernels(folder: Path, verbose: bool = False) -> None:
     try:
         exercise_all(report=(lambda line: print(line, flush=True)) if verbose else (lambda _: None))
     finally:
-        ti.reset()
+        reset_taichi()
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,9 +10,7 @@ import sys
 import time
 import traceback
 
-import taichi as ti
-
-from solver.backend import BACKEND_CHOICES, BackendError, start_backend
+from solver.backend import BACKEND_CHOICES, BackendError, reset_taichi, start_backend
 from solver.selftest.blocks import BLOCK_CHECKS
 from solver.selftest.dambreak_check import case_config, compare_case, reference_for, run_case
 from solver.selftest.result import CheckResult
@@ -60,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
         result = _guarded(check.__name__.removeprefix("check_"), check)
         _report(result)
         results.append(result)
-    ti.reset()
+    reset_taichi()
     cfg = case_config()
     reference_backend, reference_threads = reference_for(info.name)
 

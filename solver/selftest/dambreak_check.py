@@ -13,9 +13,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import taichi as ti
 
-from solver.backend import start_backend
+from solver.backend import reset_taichi, start_backend
 from solver.config import Config, load_config
 from solver.selftest.result import CheckResult
 from solver.simulation import Simulation
@@ -55,7 +54,7 @@ def run_case(cfg: Config, backend: str, threads: int | None = None) -> CaseRun:
         end = compute_metrics(sim.snapshot(), cfg)
         return CaseRun(info.name, info.device, start, end, sim.steps)
     finally:
-        ti.reset()
+        reset_taichi()
 
 
 def compare_case(cfg: Config, test: CaseRun, reference: CaseRun) -> list[CheckResult]:
