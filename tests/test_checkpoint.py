@@ -171,6 +171,9 @@ def test_restored_simulation_continues_bit_for_bit(
         stopped.step()
     state = stopped.state()
     write_checkpoint(tmp_path, Checkpoint(state, {}, "", "", backend, "f32", "0", None))
+    # Arrays must die with their own program: Taichi frees a dying ndarray by address in the
+    # program running then, which could be a live array of the next one.
+    del whole, stopped
     reset_taichi()
     forget_backend()
     use_backend(backend, cfg.physics.precision)
