@@ -12,14 +12,20 @@ benchmarks' phase timing uses, so both paths compute the same results.
 import taichi as ti
 
 from solver.integrate import Integrator
+from solver.neighbors import CellGrid
 from solver.physics.interaction import Interaction
 
 
-def build_verlet_step(interaction: Interaction, integrator: Integrator):
-    """The kernel of one Verlet step; returns what `Integrator.verlet` returns."""
+def build_verlet_step(interaction: Interaction, integrator: Integrator, grid: CellGrid):
+    """The kernel of one Verlet step on `grid`; returns what `Integrator.verlet` returns.
+
+    The grid's geometry is compiled in rather than passed: every argument adds to the host's
+    cost of a launch, vectors most.
+    """
     interact_particle = interaction.particle
     verlet_particle = integrator.verlet_particle
     device_time_step = integrator.device_time_step
+    lo, inv_cell, dims, _ = grid.kernel_args()
 
     @ti.kernel
     def interact_and_verlet(
@@ -32,9 +38,6 @@ def build_verlet_step(interaction: Interaction, integrator: Integrator):
         kind: ti.types.ndarray(ndim=1),
         removed: ti.types.ndarray(ndim=1),
         n: ti.i32,
-        lo: ti.math.vec3,
-        inv_cell: float,
-        dims: ti.math.ivec3,
         cell_offsets: ti.types.ndarray(ndim=1),
         acceleration: ti.types.ndarray(ndim=1),
         density_rate: ti.types.ndarray(ndim=1),

@@ -69,7 +69,7 @@ class Simulation:
         self.skin = resolve_skin(cfg)
         self._interaction = build_interaction(cfg, self.skin)
         self._integrator = build_integrator(cfg)
-        self._verlet_step_kernel = build_verlet_step(self._interaction, self._integrator)
+        self._verlet_step_kernel = build_verlet_step(self._interaction, self._integrator, self.grid)
         self.moved = math.inf
         """Bound on how far any particle moved since the last sort (inf: sort now) [m]."""
         self.sorts = 0
@@ -185,12 +185,11 @@ class Simulation:
         with self.phase("neighbour sort"):
             self._sort_if_needed()
         p = self.particles
-        lo, inv_cell, dims, offsets = self.grid.kernel_args()
         slot = self._last_slot = self._maximum.next_slot()
         return self._verlet_step_kernel(
             p.position, p.velocity, p.velocity_prev, p.density, p.density_prev, p.pressure,
-            p.kind, p.removed, p.count, lo, inv_cell, dims, offsets, p.acceleration,
-            p.density_rate, self._maximum.out, slot, dt_limit, self._euler_now(), self._health,
+            p.kind, p.removed, p.count, self.grid.cell_offsets, p.acceleration, p.density_rate,
+            self._maximum.out, slot, dt_limit, self._euler_now(), self._health,
         ).to_numpy()  # fmt: skip
 
     def _verlet_step(self, slot: int, dt_limit: float):
