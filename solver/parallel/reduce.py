@@ -6,6 +6,9 @@ additions depends only on n, never on thread scheduling, so a sum gives the same
 run of one backend (unlike a float atomic_add; see ../shared/reference/taichi-notes.md, section
 4). Results land in an element of a device array, so a consumer kernel can read them without a
 round trip to the host.
+
+A maximum needs no tree: `merge_max` lets any kernel fold one into a `SlotMaximum` as it does
+its own work (the interaction folds the time-step maxima this way), exact in any order.
 """
 
 import taichi as ti
