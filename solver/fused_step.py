@@ -53,13 +53,12 @@ def build_verlet_step(interaction: Interaction, integrator: Integrator, grid: Ce
                 cell_offsets, acceleration, density_rate, maxima, slot,
             )  # fmt: skip
         dt = device_time_step(maxima[slot], dt_limit)
-        health[0] = 0
-        health[1] = 0
+        integrator.clear_health(health)
         for i in range(n):
             verlet_particle(
                 i, position, velocity, velocity_prev, density, density_prev, kind, acceleration,
                 density_rate, pressure, removed, dt, euler, health,
             )  # fmt: skip
-        return integrator.step_info(dt, maxima[slot][0], maxima[slot][1], health[0], health[1])
+        return integrator.step_result(dt, maxima[slot], health)
 
     return interact_and_verlet

@@ -89,6 +89,10 @@ class Integrator(NamedTuple):
     """ti.func (i, arrays..., dt, euler, health): the Verlet update of one particle."""
     device_time_step: Callable
     """ti.func (maxima, dt_limit) -> dt: the CFL step, shortened to dt_limit."""
+    clear_health: Callable
+    """ti.func (health): zero the health counts before an update."""
+    step_result: Callable
+    """ti.func (dt, maxima row, health) -> step_info: what the kernels return."""
     step_info: type
     """The vector type the kernels return (dt, max |a|, max |v|, non-finite, flagged)."""
 
@@ -112,12 +116,37 @@ def build_integrator(cfg: Config) -> Integrator:
     cfl_rule = taichi_func(cfl_time_step)
 
     @ti.func
-    def tally(health: ti.template(), flag, finite):
-        """Count, for the run's health check, particles flagged now and non-finite values."""
+    def clear_health(health: ti.template()):
+        """Zero the counts of non-finite and newly flagged particles before an update."""
+        health[0] = 0
+        health[1] = 0
+
+    @ti.func
+    def store_update(
+        i,
+        rho,
+        flag,
+        position: ti.template(),
+        velocity: ti.template(),
+        density: ti.template(),
+        pressure: ti.template(),
+        removed: ti.template(),
+        health: ti.template(),
+    ):
+        """Write particle i's new density, its pressure and its removal flag, and count it for
+        the run's health check if it is flagged now or holds a non-finite value."""
+        density[i] = rho
+        pressure[i] = tait_pressure(rho, rho0, b, gamma)
+        removed[i] = flag
         if flag != 0:
             ti.atomic_add(health[1], 1)
-        if not finite:
+        if not finite_state(position[i], velocity[i], rho):
             ti.atomic_add(health[0], 1)
+
+    @ti.func
+    def step_result(dt, maxima_row, health: ti.template()):
+        """What the integration kernels return: dt, max |a|, max |v| and the health counts."""
+        return step_info(dt, maxima_row[0], maxima_row[1], health[0], health[1])
 
     @ti.func
     def device_time_step(maxima, dt_limit):
@@ -173,10 +202,7 @@ def build_integrator(cfg: Config) -> Integrator:
                 flag = removal_reason(x_new, rho_new)
             else:
                 rho_new = ti.max(rho_new, rho0)
-            density[i] = rho_new
-            pressure[i] = tait_pressure(rho_new, rho0, b, gamma)
-            removed[i] = flag
-            tally(health, flag, finite_state(position[i], velocity[i], rho_new))
+            store_update(i, rho_new, flag, position, velocity, density, pressure, removed, health)
 
     @ti.kernel
     def verlet(
@@ -198,14 +224,13 @@ def build_integrator(cfg: Config) -> Integrator:
         health: ti.types.ndarray(dtype=ti.i32, ndim=1),
     ) -> step_info:
         dt = device_time_step(maxima[slot], dt_limit)
-        health[0] = 0
-        health[1] = 0
+        clear_health(health)
         for i in range(n):
             verlet_particle(
                 i, position, velocity, velocity_prev, density, density_prev, kind, acceleration,
                 density_rate, pressure, removed, dt, euler, health,
             )  # fmt: skip
-        return step_info(dt, maxima[slot][0], maxima[slot][1], health[0], health[1])
+        return step_result(dt, maxima[slot], health)
 
     @ti.kernel
     def predict(
@@ -227,8 +252,7 @@ def build_integrator(cfg: Config) -> Integrator:
         health: ti.types.ndarray(dtype=ti.i32, ndim=1),
     ) -> step_info:
         dt = device_time_step(maxima[slot], dt_limit)
-        health[0] = 0
-        health[1] = 0
+        clear_health(health)
         half = 0.5 * dt
         for i in range(n):
             rho = density[i]
@@ -245,11 +269,8 @@ def build_integrator(cfg: Config) -> Integrator:
                 flag = removal_reason(x + half * v, rho_half)
             else:
                 rho_half = ti.max(rho_half, rho0)
-            density[i] = rho_half
-            pressure[i] = tait_pressure(rho_half, rho0, b, gamma)
-            removed[i] = flag
-            tally(health, flag, finite_state(position[i], velocity[i], rho_half))
-        return step_info(dt, maxima[slot][0], maxima[slot][1], health[0], health[1])
+            store_update(i, rho_half, flag, position, velocity, density, pressure, removed, health)
+        return step_result(dt, maxima[slot], health)
 
     @ti.kernel
     def correct(
@@ -268,8 +289,7 @@ def build_integrator(cfg: Config) -> Integrator:
         dt: float,
         health: ti.types.ndarray(dtype=ti.i32, ndim=1),
     ) -> step_info:
-        health[0] = 0
-        health[1] = 0
+        clear_health(health)
         for i in range(n):
             eps = -density_rate[i] / density[i] * dt
             rho_new = density_prev[i] * (2.0 - eps) / (2.0 + eps)
@@ -283,10 +303,10 @@ def build_integrator(cfg: Config) -> Integrator:
                 flag = removal_reason(x_new, rho_new)
             else:
                 rho_new = ti.max(rho_new, rho0)
-            density[i] = rho_new
-            pressure[i] = tait_pressure(rho_new, rho0, b, gamma)
-            removed[i] = flag
-            tally(health, flag, finite_state(position[i], velocity[i], rho_new))
-        return step_info(dt, 0.0, 0.0, health[0], health[1])
+            store_update(i, rho_new, flag, position, velocity, density, pressure, removed, health)
+        return step_result(dt, ti.Vector([0.0, 0.0]), health)
 
-    return Integrator(verlet, predict, correct, verlet_particle, device_time_step, step_info)
+    return Integrator(
+        verlet, predict, correct, verlet_particle, device_time_step, clear_health, step_result,
+        step_info,
+    )  # fmt: skip
