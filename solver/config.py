@@ -222,6 +222,12 @@ SCHEMA: tuple[KeySpec, ...] = (
             "Smoothing length H = h_over_dp * dp (kernel support 2H).", lo=1.0, hi=3.0),
     KeySpec("physics", "kernel", "str", "-", "cubic_spline", "Smoothing kernel.",
             choices=tuple(KERNEL_NAMES)),
+    KeySpec("physics", "boundary", "str", "-", "mdbc",
+            "Solid boundaries: modified dynamic boundary particles (mdbc: the wall surface lies "
+            "dp/2 beyond the innermost particle layer, density extrapolated from the fluid, "
+            "English et al. 2022) or dynamic boundary particles (dbc: the innermost layer on "
+            "the surface, density from the continuity equation, Crespo et al. 2007).",
+            choices=("mdbc", "dbc")),
     KeySpec("physics", "visc_alpha", "float", "-", 0.1, "Monaghan artificial viscosity alpha.",
             lo=0.0, hi=1.0),
     KeySpec("physics", "density_diffusion", "str", "-", "fourtakas",
@@ -384,6 +390,7 @@ class PhysicsConfig:
     gamma: float = _default("physics", "gamma")
     h_over_dp: float = _default("physics", "h_over_dp")
     kernel: str = _default("physics", "kernel")
+    boundary: str = _default("physics", "boundary")
     visc_alpha: float = _default("physics", "visc_alpha")
     density_diffusion: str = _default("physics", "density_diffusion")
     delta: float = _default("physics", "delta")
