@@ -1,4 +1,5 @@
-"""A whole Verlet step in one kernel launch: interaction, time step and update.
+"""A whole Verlet step in one kernel launch: boundary density (mDBC), interaction, time step
+and update.
 
 A Taichi kernel launch from Python costs about 0.1 ms of host time on the H200's host (more
 with many array arguments), and the device idles while the host prepares it: at the seed
@@ -14,14 +15,22 @@ import taichi as ti
 from solver.integrate import Integrator
 from solver.neighbors import CellGrid
 from solver.physics.interaction import Interaction
+from solver.physics.mdbc import BoundaryDensity
 
 
-def build_verlet_step(interaction: Interaction, integrator: Integrator, grid: CellGrid):
+def build_verlet_step(
+    interaction: Interaction,
+    integrator: Integrator,
+    grid: CellGrid,
+    boundary: BoundaryDensity | None,
+):
     """The kernel of one Verlet step on `grid`; returns what `Integrator.verlet` returns.
 
-    The grid's geometry is compiled in rather than passed: every argument adds to the host's
-    cost of a launch, vectors most.
+    `boundary` is the mDBC pass, None under DBC. The grid's geometry is compiled in rather
+    than passed: every argument adds to the host's cost of a launch, vectors most.
     """
+    mdbc = boundary is not None
+    boundary_particle = boundary.particle if mdbc else None
     interact_particle = interaction.particle
     verlet_particle = integrator.verlet_particle
     device_time_step = integrator.device_time_step
@@ -30,6 +39,7 @@ def build_verlet_step(interaction: Interaction, integrator: Integrator, grid: Ce
     @ti.kernel
     def interact_and_verlet(
         position: ti.types.ndarray(ndim=1),
+        ghost: ti.types.ndarray(ndim=1),
         velocity: ti.types.ndarray(ndim=1),
         velocity_prev: ti.types.ndarray(ndim=1),
         density: ti.types.ndarray(ndim=1),
@@ -44,20 +54,28 @@ def build_verlet_step(interaction: Interaction, integrator: Integrator, grid: Ce
         maxima: ti.types.ndarray(ndim=1),
         slot: ti.i32,
         dt_limit: float,
+        dt_prev: float,
         euler: ti.i32,
         health: ti.types.ndarray(dtype=ti.i32, ndim=1),
     ) -> integrator.step_info:
+        if ti.static(mdbc):
+            for i in range(n):
+                boundary_particle(
+                    i, position, ghost, density, pressure, kind, removed, lo, inv_cell, dims,
+                    cell_offsets,
+                )  # fmt: skip
         for i in range(n):
             interact_particle(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
                 cell_offsets, acceleration, density_rate, maxima, slot,
             )  # fmt: skip
         dt = device_time_step(maxima[slot], dt_limit)
+        span = integrator.verlet_span(dt, dt_prev)
         integrator.clear_health(health)
         for i in range(n):
             verlet_particle(
                 i, position, velocity, velocity_prev, density, density_prev, kind, acceleration,
-                density_rate, pressure, removed, dt, euler, health,
+                density_rate, pressure, removed, dt, span, euler, health,
             )  # fmt: skip
         return integrator.step_result(dt, maxima[slot], health)
 

@@ -3,15 +3,21 @@
 Both schemes follow DualSPHysics (Crespo et al. 2015, "DualSPHysics: open-source parallel CFD
 solver based on SPH", CPC 187, section 2.4):
 
-- Verlet (Verlet 1967): v^{n+1} = v^{n-1} + 2 dt a^n, x^{n+1} = x^n + dt v^n + dt^2 a^n / 2,
-  rho^{n+1} = rho^{n-1} + 2 dt D^n, with an Euler step (v^n, rho^n in place of v^{n-1},
-  rho^{n-1}) every `verlet_euler_every` steps to keep the two interleaved solutions together.
+- Verlet (Verlet 1967): v^{n+1} = v^{n-1} + (dt_{n-1} + dt_n) a^n,
+  x^{n+1} = x^n + dt_n v^n + dt_n^2 a^n / 2, rho^{n+1} = rho^{n-1} + (dt_{n-1} + dt_n) D^n, with
+  an Euler step (v^n, rho^n in place of v^{n-1}, rho^{n-1}, dt_n for the span) every
+  `verlet_euler_every` steps to keep the two interleaved solutions together. The span
+  t^{n+1} - t^{n-1} = dt_{n-1} + dt_n is DualSPHysics' 2 dt when steps are even; written out,
+  it stays a centred difference when a step is shortened to land on an output time (with
+  2 dt_n, a step cut to a sliver would put the n+1 solution back at time n-1, and a run with
+  frequent outputs drifts: particles leave the density band).
 - Symplectic position Verlet (Leimkuhler et al. 1996): a half-step predictor, a new interaction,
   then v^{n+1} = v^n + dt a^{n+1/2}, x^{n+1} = x^n + dt (v^n + v^{n+1}) / 2 and
   rho^{n+1} = rho^n (2 - eps) / (2 + eps), eps = -dt D^{n+1/2} / rho^{n+1/2}.
 
-Dynamic boundary particles (Crespo et al. 2007) stay still and integrate only their density,
-clamped to rho0 from below as OpenFPM and DualSPHysics do. A fluid particle is flagged for
+Boundary particles stay still. Under DBC (Crespo et al. 2007) they integrate their density,
+clamped to rho0 from below as OpenFPM and DualSPHysics do; under mDBC (English et al. 2022)
+their density is set before each interaction (solver/physics/mdbc.py) and the update keeps it. A fluid particle is flagged for
 removal when it leaves the domain or its density leaves [rho_min, rho_max] (DualSPHysics'
 "excluded" particles), with the reason (REMOVED_OUTSIDE, REMOVED_DENSITY) in its `removed`
 flag; it stays frozen and out of every interaction until the next neighbour-grid sort drops it
@@ -86,7 +92,9 @@ class Integrator(NamedTuple):
     predict: Callable
     correct: Callable
     verlet_particle: Callable
-    """ti.func (i, arrays..., dt, euler, health): the Verlet update of one particle."""
+    """ti.func (i, arrays..., dt, span, euler, health): the Verlet update of one particle."""
+    verlet_span: Callable
+    """ti.func (dt, dt_prev) -> t^{n+1} - t^{n-1}, the span of the leapfrog."""
     device_time_step: Callable
     """ti.func (maxima, dt_limit) -> dt: the CFL step, shortened to dt_limit."""
     clear_health: Callable
@@ -113,6 +121,7 @@ def build_integrator(cfg: Config) -> Integrator:
     rho_min, rho_max = cfg.physics.rho_min, cfg.physics.rho_max
     h, c0, cfl, dt_min = cfg.smoothing_length, cfg.sound_speed, cfg.time.cfl, cfg.time.dt_min
     step_info = ti.types.vector(5, float)
+    integrate_boundary = cfg.physics.boundary == "dbc"
     cfl_rule = taichi_func(cfl_time_step)
 
     @ti.func
@@ -156,6 +165,20 @@ def build_integrator(cfg: Config) -> Integrator:
         return ti.min(cfl_rule(m[0], m[1], m[2], h, c0, cfl, dt_min), dt_limit)
 
     @ti.func
+    def verlet_span(dt, dt_prev):
+        """t^{n+1} - t^{n-1} = dt_{n-1} + dt_n; dt_prev <= 0 (no step before) counts as dt."""
+        return dt + ti.select(dt_prev > 0.0, dt_prev, dt)
+
+    @ti.func
+    def boundary_density(integrated, current):
+        """A boundary particle's new density: DBC's integrated value clamped to rho0, or under
+        mDBC the value the boundary pass set (`current`)."""
+        result = current
+        if ti.static(integrate_boundary):
+            result = ti.max(integrated, rho0)
+        return result
+
+    @ti.func
     def removal_reason(x, rho):
         reason = 0
         if not ((x >= lo).all() and (x <= hi).all()):
@@ -178,13 +201,15 @@ def build_integrator(cfg: Config) -> Integrator:
         pressure: ti.template(),
         removed: ti.template(),
         dt,
+        span,
         euler,
         health: ti.template(),
     ):
-        """The Verlet (or Euler) update of particle i; frozen while flagged for removal."""
+        """The Verlet (or Euler) update of particle i over dt, the leapfrog spanning `span`
+        = dt_{n-1} + dt_n (see `verlet_span`); frozen while flagged for removal."""
         if removed[i] == 0:
             rho = density[i]
-            rho_new = density_prev[i] + 2.0 * dt * density_rate[i]
+            rho_new = density_prev[i] + span * density_rate[i]
             if euler:
                 rho_new = rho + dt * density_rate[i]
             density_prev[i] = rho
@@ -192,7 +217,7 @@ def build_integrator(cfg: Config) -> Integrator:
             if kind[i] == FLUID:
                 v = velocity[i]
                 a = acceleration[i]
-                v_new = velocity_prev[i] + 2.0 * dt * a
+                v_new = velocity_prev[i] + span * a
                 if euler:
                     v_new = v + dt * a
                 x_new = position[i] + dt * v + 0.5 * dt * dt * a
@@ -201,7 +226,7 @@ def build_integrator(cfg: Config) -> Integrator:
                 position[i] = x_new
                 flag = removal_reason(x_new, rho_new)
             else:
-                rho_new = ti.max(rho_new, rho0)
+                rho_new = boundary_density(rho_new, rho)
             store_update(i, rho_new, flag, position, velocity, density, pressure, removed, health)
 
     @ti.kernel
@@ -220,15 +245,17 @@ def build_integrator(cfg: Config) -> Integrator:
         maxima: ti.types.ndarray(ndim=1),
         slot: ti.i32,
         dt_limit: float,
+        dt_prev: float,
         euler: ti.i32,
         health: ti.types.ndarray(dtype=ti.i32, ndim=1),
     ) -> step_info:
         dt = device_time_step(maxima[slot], dt_limit)
+        span = verlet_span(dt, dt_prev)
         clear_health(health)
         for i in range(n):
             verlet_particle(
                 i, position, velocity, velocity_prev, density, density_prev, kind, acceleration,
-                density_rate, pressure, removed, dt, euler, health,
+                density_rate, pressure, removed, dt, span, euler, health,
             )  # fmt: skip
         return step_result(dt, maxima[slot], health)
 
@@ -268,7 +295,7 @@ def build_integrator(cfg: Config) -> Integrator:
                 velocity[i] = v + half * acceleration[i]
                 flag = removal_reason(x + half * v, rho_half)
             else:
-                rho_half = ti.max(rho_half, rho0)
+                rho_half = boundary_density(rho_half, rho)
             store_update(i, rho_half, flag, position, velocity, density, pressure, removed, health)
         return step_result(dt, maxima[slot], health)
 
@@ -293,6 +320,7 @@ def build_integrator(cfg: Config) -> Integrator:
         for i in range(n):
             eps = -density_rate[i] / density[i] * dt
             rho_new = density_prev[i] * (2.0 - eps) / (2.0 + eps)
+            rho_now = density[i]
             flag = 0
             if kind[i] == FLUID:
                 v_old = velocity_prev[i]
@@ -302,11 +330,11 @@ def build_integrator(cfg: Config) -> Integrator:
                 position[i] = x_new
                 flag = removal_reason(x_new, rho_new)
             else:
-                rho_new = ti.max(rho_new, rho0)
+                rho_new = boundary_density(rho_new, rho_now)
             store_update(i, rho_new, flag, position, velocity, density, pressure, removed, health)
         return step_result(dt, ti.Vector([0.0, 0.0]), health)
 
     return Integrator(
-        verlet, predict, correct, verlet_particle, device_time_step, clear_health, step_result,
-        step_info,
+        verlet, predict, correct, verlet_particle, verlet_span, device_time_step, clear_health,
+        step_result, step_info,
     )  # fmt: skip

@@ -48,6 +48,7 @@ LAYOUT: dict[str, ArraySpec] = {
     "pressure": ArraySpec(1, True, spare=True),
     "kind": ArraySpec(1, False, spare=True),
     "id": ArraySpec(1, False, spare=True),
+    "ghost": ArraySpec(3, True, spare=True),
     "position_prev": ArraySpec(3, True, spare=True, symplectic_only=True),
     "acceleration": ArraySpec(3, True),
     "density_rate": ArraySpec(1, True),
@@ -55,7 +56,8 @@ LAYOUT: dict[str, ArraySpec] = {
 }
 """Every array of ParticleArrays: what `__init__` allocates and the memory estimate counts.
 
-removed is the removal flag (0 kept, else the reason).
+removed is the removal flag (0 kept, else the reason); ghost is the vector from a boundary
+particle to its ghost node (mDBC; zero for fluid particles and under DBC).
 """
 
 STATE = tuple(name for name, spec in LAYOUT.items() if spec.spare and not spec.symplectic_only)
@@ -74,6 +76,7 @@ def _reorder_state(
     pressure: Array,
     kind: Array,
     ids: Array,
+    ghost: Array,
     position_out: Array,
     velocity_out: Array,
     velocity_prev_out: Array,
@@ -82,6 +85,7 @@ def _reorder_state(
     pressure_out: Array,
     kind_out: Array,
     ids_out: Array,
+    ghost_out: Array,
 ):
     for i in range(n):
         k = order[i]
@@ -93,6 +97,7 @@ def _reorder_state(
         pressure_out[i] = pressure[k]
         kind_out[i] = kind[k]
         ids_out[i] = ids[k]
+        ghost_out[i] = ghost[k]
 
 
 class ParticleArrays:
@@ -132,7 +137,12 @@ class ParticleArrays:
         return capacity * per_particle
 
     def load(
-        self, position: np.ndarray, kind: np.ndarray, density: np.ndarray, pressure: np.ndarray
+        self,
+        position: np.ndarray,
+        kind: np.ndarray,
+        density: np.ndarray,
+        pressure: np.ndarray,
+        ghost: np.ndarray,
     ) -> None:
         """Fill the state from host arrays: particles at rest, ids 0..n-1 in the given order."""
         n = len(kind)
@@ -155,6 +165,7 @@ class ParticleArrays:
             "pressure": (pressure, real),
             "kind": (kind, np.int32),
             "id": (np.arange(n), np.int32),
+            "ghost": (ghost, real),
         }
         for name in STATE:
             values, dtype = initial[name]

@@ -1,5 +1,6 @@
 """The simulation: a case's particles on the running Taichi backend and the time step that
-advances them (neighbour sort when needed, interaction, CFL time step, integration)."""
+advances them (neighbour sort when needed, boundary density under mDBC, interaction, CFL time
+step, integration)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from solver.particles import STATE, ParticleArrays
 from solver.phase_timer import untimed
 from solver.physics.eos import tait_density, tait_pressure
 from solver.physics.interaction import build_interaction
+from solver.physics.mdbc import build_boundary_density
 from solver.scene import Scene, build_scene
 from solver.snapshot import Snapshot
 
@@ -57,7 +59,9 @@ class Simulation:
         self.particles = ParticleArrays(capacity, dtype, keep_position_prev=self.symplectic)
         density = initial_density(cfg, self.scene)
         pressure = tait_pressure(density, cfg.physics.rho0, cfg.eos_b, cfg.physics.gamma)
-        self.particles.load(self.scene.position, self.scene.kind, density, pressure)
+        self.particles.load(
+            self.scene.position, self.scene.kind, density, pressure, self.scene.ghost
+        )
         self.grid = CellGrid(cfg.domain.min, cfg.domain.max, cfg.support_radius, capacity)
         self._maximum = SlotMaximum(3, dtype)
         self._last_slot = 0
@@ -69,7 +73,12 @@ class Simulation:
         self.skin = resolve_skin(cfg)
         self._interaction = build_interaction(cfg, self.skin)
         self._integrator = build_integrator(cfg)
-        self._verlet_step_kernel = build_verlet_step(self._interaction, self._integrator, self.grid)
+        self._boundary = (
+            build_boundary_density(cfg, self.skin) if cfg.physics.boundary == "mdbc" else None
+        )
+        self._verlet_step_kernel = build_verlet_step(
+            self._interaction, self._integrator, self.grid, self._boundary
+        )
         self.moved = math.inf
         """Bound on how far any particle moved since the last sort (inf: sort now) [m]."""
         self.sorts = 0
@@ -118,12 +127,18 @@ class Simulation:
         self.sorts += 1
 
     def _update_neighbours_and_forces(self) -> int:
-        """Sort by cell when needed, then the interaction pass; returns the slot of
-        `self._maximum.out` holding the maxima of the time-step rule."""
+        """Sort by cell when needed, the boundary density (mDBC), then the interaction pass;
+        returns the slot of `self._maximum.out` holding the maxima of the time-step rule."""
         with self.phase("neighbour sort"):
             self._sort_if_needed()
         p = self.particles
         lo, inv_cell, dims, offsets = self.grid.kernel_args()
+        if self._boundary is not None:
+            with self.phase("boundary density"):
+                self._boundary.kernel(
+                    p.position, p.ghost, p.density, p.pressure, p.kind, p.removed, p.count, lo,
+                    inv_cell, dims, offsets,
+                )  # fmt: skip
         slot = self._last_slot = self._maximum.next_slot()
         with self.phase("interaction"):
             self._interaction.kernel(
@@ -187,9 +202,10 @@ class Simulation:
         p = self.particles
         slot = self._last_slot = self._maximum.next_slot()
         return self._verlet_step_kernel(
-            p.position, p.velocity, p.velocity_prev, p.density, p.density_prev, p.pressure,
-            p.kind, p.removed, p.count, self.grid.cell_offsets, p.acceleration, p.density_rate,
-            self._maximum.out, slot, dt_limit, self._euler_now(), self._health,
+            p.position, p.ghost, p.velocity, p.velocity_prev, p.density, p.density_prev,
+            p.pressure, p.kind, p.removed, p.count, self.grid.cell_offsets, p.acceleration,
+            p.density_rate, self._maximum.out, slot, dt_limit, self.dt, self._euler_now(),
+            self._health,
         ).to_numpy()  # fmt: skip
 
     def _verlet_step(self, slot: int, dt_limit: float):
@@ -213,6 +229,7 @@ class Simulation:
                 self._maximum.out,
                 slot,
                 dt_limit,
+                self.dt,
                 euler,
                 self._health,
             ).to_numpy()

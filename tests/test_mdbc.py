@@ -1,0 +1,93 @@
+"""The modified dynamic boundary condition (English et al. 2022, solver/physics/mdbc.py).
+
+A boundary particle takes the value, at its own position, of the linear density field fitted
+around its ghost node: so a linear field in the fluid is continued exactly into the walls, a
+dry wall stays at rho0, and under mDBC the boundary density is not integrated in time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from solver.config import Config, load_config
+from solver.particle_kind import ParticleKind
+from solver.physics.eos import tait_pressure
+from solver.simulation import Simulation
+
+FLUID = int(ParticleKind.FLUID)
+STILL_WATER = Path(__file__).resolve().parent / "data" / "still_water.toml"
+GRADIENT = np.array([30.0, -20.0, 50.0])
+"""kg/m^4: a density field varying by about 1 kg/m^3 across a kernel support."""
+BASE = 1010.0
+"""kg/m^3 at the origin: the field stays above rho0 in and around the tank (no clamping)."""
+
+
+def linear_field(position: np.ndarray) -> np.ndarray:
+    """BASE + GRADIENT . x."""
+    return BASE + position.astype(np.float64) @ GRADIENT
+
+
+def coarse_tank() -> Config:
+    """The still-water tank at dp = 0.02: 0.2 x 0.1 x 0.2 m closed box, water 0.15 m deep."""
+    return load_config(STILL_WATER, ["particles.dp=0.02"])
+
+
+def test_linear_density_field_is_continued_exactly(on_backend: str) -> None:
+    """With a linear density field in the fluid, every boundary particle whose ghost node has
+    a full kernel support of fluid (more than 2H inside the water) gets the field's value at
+    its own position, to float32 rounding; every boundary particle gets a finite density of at
+    least rho0, and the fluid's densities are not touched."""
+    cfg = coarse_tank()
+    sim = Simulation(cfg)
+    p = sim.particles
+    sim._update_neighbours_and_forces()  # sorts; the arrays now hold the sorted order
+    n = p.count
+    position = p.position.to_numpy()[:n].astype(np.float64)
+    kind = p.kind.to_numpy()[:n]
+    fluid = kind == FLUID
+    density = p.density.to_numpy()
+    density[:n][fluid] = linear_field(position[fluid])
+    p.density.from_numpy(density)
+    pressure = p.pressure.to_numpy()
+    pressure[:n] = tait_pressure(density[:n].astype(np.float64), cfg.physics.rho0, cfg.eos_b,
+                                 cfg.physics.gamma)  # fmt: skip
+    p.pressure.from_numpy(pressure)
+    sim._update_neighbours_and_forces()  # no particle moved: no sort, so the order holds
+
+    result = p.density.to_numpy()[:n].astype(np.float64)
+    ghost_node = position + p.ghost.to_numpy()[:n]
+    fluid_points = position[fluid]
+    margin = cfg.support_radius
+    water_lo = fluid_points.min(axis=0) + margin
+    water_hi = fluid_points.max(axis=0) - margin
+    deep = ~fluid & np.all((ghost_node >= water_lo) & (ghost_node <= water_hi), axis=1)
+    assert deep.sum() >= 10, "the test needs boundary particles with a deep ghost node"
+    expected = linear_field(position[deep])
+    assert np.allclose(result[deep], expected, rtol=0.0, atol=2e-3), (
+        np.abs(result[deep] - expected).max()
+    )
+    assert np.all(np.isfinite(result[~fluid])) and np.all(result[~fluid] >= cfg.physics.rho0)
+    assert np.array_equal(result[fluid], density[:n][fluid].astype(np.float64))
+
+
+def test_dry_wall_stays_at_rho0(on_cpu: str) -> None:
+    """A boundary particle with no fluid within the kernel support of its ghost node (the dry
+    upper walls and the lid of the still-water tank) keeps rho0 and zero pressure."""
+    cfg = coarse_tank()
+    sim = Simulation(cfg)
+    sim._update_neighbours_and_forces()
+    p = sim.particles
+    n = p.count
+    position = p.position.to_numpy()[:n]
+    kind = p.kind.to_numpy()[:n]
+    ghost_node = position + p.ghost.to_numpy()[:n]
+    fluid_points = position[kind == FLUID]
+    gap = np.full(n, np.inf)
+    for i in np.flatnonzero(kind != FLUID):
+        gap[i] = np.min(np.linalg.norm(fluid_points - ghost_node[i], axis=1))
+    dry = (kind != FLUID) & (gap > 1.001 * cfg.support_radius)
+    assert dry.sum() > 100
+    assert np.all(p.density.to_numpy()[:n][dry] == np.float32(cfg.physics.rho0))
+    assert np.all(p.pressure.to_numpy()[:n][dry] == 0.0)
