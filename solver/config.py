@@ -10,7 +10,7 @@ TOML layout::
     [domain] min max                [tank] min max wall_layers open_top
     [[fluid]] min max               [[obstacle]] min max hollow
     [physics] ...   [time] ...      [output] ...
-    [[probes.height]] name x y      [[probes.pressure]] name position
+    [[probes.height]] name x y surface    [[probes.pressure]] name position
 
 Coordinates are metres with z up. Physical defaults follow DualSPHysics' CaseDambreak and the
 OpenFPM SPH example (see /work/shared/reference/cases.md, section 1).
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from solver.lattice import fluid_index_range
+from solver.output.probes import GAUGE_SURFACES
 from solver.physics.smoothing_kernels import KERNEL_NAMES
 from solver.toml_lines import key_line
 
@@ -267,6 +268,12 @@ SCHEMA: tuple[KeySpec, ...] = (
             "Gauge name (unique among all probes)."),
     KeySpec("probes.height", "x", "float", "m", REQUIRED, "Gauge x."),
     KeySpec("probes.height", "y", "float", "m", REQUIRED, "Gauge y."),
+    KeySpec("probes.height", "surface", "str", "-", GAUGE_SURFACES[0],
+            "What the gauge reads on its line (mass sum >= 0.5 rho0 is wet): the floor plus the "
+            "total wet length, as the experiment's wave-probe wires (wetted_length); the first "
+            "dry point above water, as DualSPHysics' GaugeSwl (first_dry); the top of the "
+            "highest water (highest_wet).",
+            choices=GAUGE_SURFACES),
     KeySpec("probes.pressure", "name", "str", "-", REQUIRED,
             "Sensor name (unique among all probes)."),
     KeySpec("probes.pressure", "position", "vec3", "m", REQUIRED, "Sensor position."),
@@ -356,11 +363,13 @@ class ObstacleConfig:
 
 @dataclass(frozen=True)
 class HeightGauge:
-    """A water-height gauge: the free-surface height on the vertical line through (x, y)."""
+    """A water-height gauge on the vertical line through (x, y); `surface` says which height
+    it reports (see solver/output/probes.py)."""
 
     name: str
     x: float
     y: float
+    surface: str = _default("probes.height", "surface")
 
 
 @dataclass(frozen=True)
@@ -1162,7 +1171,7 @@ def config_to_toml(cfg: Config) -> str:
         lines += _toml_lines(section, {k: getattr(obj, k) for k in _keys_of(section)})
     for gauge in cfg.probes.heights:
         lines += _toml_lines(
-            "probes.height", {"name": gauge.name, "x": gauge.x, "y": gauge.y}, array=True
+            "probes.height", {k: getattr(gauge, k) for k in _keys_of("probes.height")}, array=True
         )
     for sensor in cfg.probes.pressures:
         lines += _toml_lines(

@@ -1,5 +1,5 @@
 """Tests of the observers' output: atomic files, the output folder, VTK snapshots and the .pvd,
-probes (gauge heights and pressures against a fluid at rest) and the progress line."""
+probes.csv (what the probes read is tested in test_probes.py) and the progress line."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -25,14 +24,12 @@ from solver.output.files import (
     atomic_write_text,
     prepare_output_dir,
 )
-from solver.output.probes import ProbeSampler, ProbeWriter, read_probes
+from solver.output.probes import ProbeWriter, read_probes
 from solver.output.progress import ProgressBar, format_duration
 from solver.output.vtk import PvdWriter, read_pvd, read_snapshot, write_snapshot
-from solver.particle_kind import ParticleKind
 from solver.snapshot import Snapshot
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-GRAVITY = 9.81
 RHO0 = 1000.0
 
 
@@ -266,98 +263,6 @@ def test_pvd_entries_point_at_readable_snapshots(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- probes
-
-
-def _lattice(nx: int, ny: int, nz: int, dp: float, z0: float = 0.0) -> np.ndarray:
-    """Particle centres of a block of nx x ny x nz cells of size dp, lower corner (0, 0, z0)."""
-    i, j, k = np.meshgrid(np.arange(nx), np.arange(ny), np.arange(nz), indexing="ij")
-    return (np.stack([i, j, k], axis=-1).reshape(-1, 3) + 0.5) * dp + np.array([0.0, 0.0, z0])
-
-
-def _tank_at_rest(dp: float, layers: int) -> tuple[Snapshot, float]:
-    """Hydrostatic fluid of `layers` layers (H0 = layers dp) in a 12 dp x 12 dp column, with
-    wall particles under the floor and a lid above the surface whose pressure is absurd: if the
-    probes used them, both the gauges and the sensors near them would be wrong."""
-    height = layers * dp
-    fluid = _lattice(12, 12, layers, dp)
-    floor = _lattice(12, 12, 3, dp, z0=-3 * dp)
-    lid = _lattice(12, 12, 3, dp, z0=height + 2 * dp)
-    position = np.concatenate([fluid, floor, lid])
-    kind = np.concatenate(
-        [
-            np.full(len(fluid), ParticleKind.FLUID, np.int32),
-            np.full(len(floor), ParticleKind.WALL, np.int32),
-            np.full(len(lid), ParticleKind.OBSTACLE, np.int32),
-        ]
-    )
-    fluid_mask = kind == ParticleKind.FLUID
-    pressure = np.where(fluid_mask, RHO0 * GRAVITY * (height - position[:, 2]), 1e9)
-    n = len(position)
-    snap = Snapshot(
-        time=0.0,
-        step=0,
-        position=position,
-        velocity=np.zeros((n, 3)),
-        density=np.full(n, RHO0),
-        pressure=pressure,
-        kind=kind,
-        id=np.arange(n, dtype=np.int32),
-    )
-    return snap, height
-
-
-def _probes(heights: dict[str, tuple[float, float]], pressures: dict[str, tuple]) -> object:
-    """Stand-in for config.ProbesConfig with the same attribute names."""
-    return SimpleNamespace(
-        heights=tuple(SimpleNamespace(name=k, x=x, y=y) for k, (x, y) in heights.items()),
-        pressures=tuple(SimpleNamespace(name=k, position=p) for k, p in pressures.items()),
-    )
-
-
-def _sampler(probes: object, dp: float, kernel: str) -> ProbeSampler:
-    return ProbeSampler(
-        probes,
-        smoothing_length=math.sqrt(3.0) * dp,
-        kernel=kernel,
-        particle_mass=RHO0 * dp**3,
-        rho0=RHO0,
-        z_range=(0.0, 0.4),
-        dp=dp,
-    )
-
-
-@pytest.mark.parametrize("kernel", ["cubic_spline", "wendland_c2"])
-@pytest.mark.parametrize("layers", [13, 20])
-def test_gauge_finds_still_water_level(kernel: str, layers: int) -> None:
-    dp = 0.01
-    snap, height = _tank_at_rest(dp, layers)
-    probes = _probes({"centre": (0.06, 0.06), "off": (0.043, 0.071), "dry": (1.0, 1.0)}, {})
-    values = _sampler(probes, dp, kernel).sample(snap)
-    assert abs(values["centre"] - height) < dp
-    assert abs(values["off"] - height) < dp
-    assert values["dry"] == 0.0  # no fluid: the floor
-
-
-@pytest.mark.parametrize("kernel", ["cubic_spline", "wendland_c2"])
-def test_pressure_sensor_reads_hydrostatic_pressure(kernel: str) -> None:
-    dp = 0.01
-    snap, height = _tank_at_rest(dp, 20)
-    # P_low is within 2h of the wall particles under the floor (pressure 1e9): they must not count.
-    depths = {"P_low": 0.02, "P_mid": 0.1, "P_high": 0.15}
-    probes = _probes({}, {k: (0.06, 0.057, z) for k, z in depths.items()} | {"P_dry": (1, 1, 1)})
-    values = _sampler(probes, dp, kernel).sample(snap)
-    for name, z in depths.items():
-        expected = RHO0 * GRAVITY * (height - z)
-        assert values[name] == pytest.approx(expected, rel=0.02), name
-    assert values["P_dry"] == 0.0
-
-
-def test_probe_names_heights_first_in_config_order() -> None:
-    probes = _probes({"H2": (0, 0), "H1": (1, 0)}, {"P9": (0, 0, 0), "P1": (0, 0, 1)})
-    sampler = _sampler(probes, 0.01, "wendland_c2")
-    assert sampler.names == ["H2", "H1", "P9", "P1"]
-    snap, _ = _tank_at_rest(0.01, 5)
-    assert list(sampler.sample(snap)) == sampler.names
 
 
 def test_probe_writer_round_trip_is_exact(tmp_path: Path) -> None:

@@ -200,8 +200,9 @@ SPHERIC_T = np.round(np.arange(0.0, 2.0 + 1e-9, 0.01), 10)
 
 
 def spheric_signal(name: str, t: np.ndarray) -> np.ndarray:
-    """A smooth series per probe: heights oscillate, pressures rise to a peak at 0.5 s."""
-    k = int(name[1:])
+    """A smooth series per probe: heights oscillate, pressures rise to a peak at 0.5 s (H1_swl
+    and H1_top, the other definitions of H1, as H1)."""
+    k = int(name[1:].split("_")[0])
     if name.startswith("H"):
         return 0.1 * k + 0.05 * np.sin(2 * np.pi * t)
     return 1000.0 * k * np.exp(-(((t - 0.5) / 0.1) ** 2))

@@ -61,6 +61,7 @@ class RunObservers:
             rho0=cfg.physics.rho0,
             z_range=(cfg.tank.box.min[2], cfg.tank.box.max[2]),
             dp=cfg.dp,
+            boundary=cfg.physics.boundary,
         )
         self._probes = ProbeWriter(
             out_dir / "probes.csv", self._sampler.names, resume.get("probes")

@@ -1,24 +1,66 @@
 """Water-height gauges and pressure sensors, evaluated on the host from a Snapshot.
 
-The probes reproduce what the reference codes measure, so their time series can be put next to
-DualSPHysics runs and the SPHERIC test 2 experiment (Kleefsman et al. 2005; H1..H4, P1..P8):
+The probes reproduce what the reference codes and the experiment measure, so their time series
+can be put next to DualSPHysics runs and the SPHERIC test 2 measurements (Kleefsman et al.
+2005, J. Comput. Phys. 206:363-393; gauges H1..H4, sensors P1..P8; cases.md, section 2).
 
-- Height gauge, after DualSPHysics' GaugeSwl (DualSPHysics wiki, "Gauges" / MeasureTool
-  documentation, https://github.com/DualSPHysics/DualSPHysics/wiki): points are sampled along
-  a vertical line every dp/4; at each the kernel-weighted fluid mass sum_j m_j W(|x - x_j|, h)
-  is compared with a limit of 0.5 rho0 (what a point on a flat free surface sees: half of its
-  kernel support is in the water); the surface lies where the sum crosses the limit, found
-  by linear interpolation between the two samples around the crossing.
-- Pressure sensor: a Shepard-normalised SPH average of fluid pressure,
-  sum_j p_j W_j V_j / sum_j W_j V_j with V_j = m_j / rho_j, which is PySPH's default
-  interpolation (`pysph.tools.interpolator.Interpolator`, method "shepard",
-  https://pysph.readthedocs.io/en/latest/reference/tools.html) and the kernel-corrected
-  interpolation of DualSPHysics' MeasureTool post-processing tool.
-  Normalising by the kernel sum keeps the value unbiased next to walls and the free surface,
-  where the kernel support is only partly filled with fluid.
+Height gauges. Points are sampled along the vertical line (x, y) from the floor (z_range[0])
+to the top of the tank every dp/4; at each the kernel-weighted fluid mass sum_j m W(|p - x_j|, h)
+is compared with 0.5 rho0, what a point on a flat free surface sees (half of its kernel support
+is in the water), as in DualSPHysics' GaugeSwl (JGaugeSwl::CalculeCpu in JGaugeItem.cpp,
+https://github.com/DualSPHysics/DualSPHysics; its MassLimit is 0.5 in 3D). Samples at or above
+the limit are wet. A wet run (consecutive wet samples) ends where the sum crosses the limit,
+found by linear interpolation between the last wet and the first dry sample (at the top of
+the line, the top sample). The mass profile is computed once per (x, y) and every gauge there
+reads it, according to its `surface`:
 
-Only FLUID particles take part: boundary particles (DBC walls) carry a density and pressure of
-their own that do not describe the water.
+- "wetted_length" (the default): the total length of line that is wet, the sum of the lengths
+  of all wet runs, reported as z_range[0] + that length. This is what the experiment's wave
+  probes give: MARIN's H1..H4 are wave probes of the resistance/capacitance type, vertical
+  wires whose signal is proportional to their immersed length (Kleefsman et al. 2005). For a
+  continuous column from the floor it equals "first_dry"; spray above an air gap adds only
+  its own thickness, as it would on the wire.
+- "first_dry": DualSPHysics' GaugeSwl: scan up from the floor and stop at the first dry sample
+  after a wet one (dry samples before the first wet one are passed over, as GaugeSwl does):
+  the top of the lowest wet run. An air pocket under an overturning wave hides the water
+  above it.
+- "highest_wet": the top of the highest wet run, what one sees looking down on the water.
+  Drops and spray anywhere on the line count in full.
+
+The floor: only fluid enters the mass sum, so within the kernel support 2h of the floor the
+sum misses the part of the kernel inside the wall, and samples there read dry although water
+lies on the floor (most visibly under DBC, where the first fluid layer is dp above the
+innermost wall layer on the floor). The lowest wet run therefore starts at the floor, not at
+its interpolated lower end, when its lowest sample lies within 2h of the floor (always when it
+is the floor sample itself). Every gauge reads z_range[0] on a dry line.
+
+Pressure sensors (points on a solid face, as experimenters mount them: P1..P8 on the box's
+front face x = 0.8245 and top face z = 0.161). The value is a Shepard-normalised SPH average,
+sum_j p_j W_j V_j / sum_j W_j V_j with V_j = m / rho_j, PySPH's default interpolation
+(`pysph.tools.interpolator.Interpolator`, method "shepard",
+https://pysph.readthedocs.io/en/latest/reference/tools.html) and the kernel-corrected
+interpolation of DualSPHysics' MeasureTool. Normalising by the kernel sum keeps the value
+unbiased where the support is only partly filled. Which particles take part depends on
+`physics.boundary`:
+
+- "mdbc": fluid AND boundary particles (WALL, OBSTACLE). Under the modified dynamic boundary
+  condition every boundary particle's density, hence its pressure, is the fluid's field
+  extrapolated to first order from the particle's mirror image in the fluid (English et al.
+  2022, Comput. Part. Mech. 9:1-15), so the boundary particles continue the fluid's pressure
+  field linearly across the face. A point on the face is then the centre of a support filled
+  on both sides by one linear field, and the average is a consistent estimate of the face
+  pressure; DualSPHysics' mDBC boundary particles carry the same corrected values. With fluid
+  alone the support at a face point is half empty and the average is that of the fluid's
+  half, biased by the normal pressure gradient times the half-support's centroid offset
+  (about h/2): on the floor under hydrostatics it reads 4 % low at 20 dp depth
+  (tests/test_probes.py), and during an impact, when the gradient at the face is steep, much
+  more so.
+- "dbc": fluid only. DBC boundary particles get their density from the continuity equation
+  (Crespo et al. 2007); it keeps them apart from the fluid but is not the fluid's pressure
+  field, and can be far from it.
+
+A sensor with no fluid particle within its support reads 0 (dry) under both: the boundary
+particles alone must not make a dry sensor read the wall's own (clamped or stale) pressure.
 """
 
 from __future__ import annotations
@@ -38,6 +80,13 @@ from solver.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from solver.config import ProbesConfig
+
+#: What a height gauge reports (the `surface` key of [[probes.height]]); the first is the
+#: default. See the module docstring.
+GAUGE_SURFACES: tuple[str, ...] = ("wetted_length", "first_dry", "highest_wet")
+
+#: Boundary treatments (`physics.boundary`) and whether sensors average boundary particles too.
+_SENSORS_SEE_BOUNDARY: dict[str, bool] = {"mdbc": True, "dbc": False}
 
 #: Fraction of rho0 that the kernel mass sum must reach for a gauge point to count as wet.
 #: DualSPHysics' GaugeSwl uses 0.5 in 3D (0.4 in 2D).
@@ -67,13 +116,15 @@ class ProbeSampler:
         rho0: float,
         z_range: tuple[float, float],
         dp: float,
+        boundary: str,
     ) -> None:
         """Set up the probes.
 
         smoothing_length is h (kernel support 2h), kernel a name from KERNEL_NAMES,
-        particle_mass the mass of every fluid particle, rho0 the reference density, z_range the
+        particle_mass the mass of every particle, rho0 the reference density, z_range the
         (floor, top) interval that height gauges scan, dp the particle spacing (gauge samples
-        are dp/4 apart).
+        are dp/4 apart), boundary the `physics.boundary` treatment ("mdbc" or "dbc"), which
+        decides whether pressure sensors average boundary particles too.
         """
         for label, value in (
             ("smoothing_length", smoothing_length),
@@ -86,6 +137,10 @@ class ProbeSampler:
         z_low, z_high = float(z_range[0]), float(z_range[1])
         if not (math.isfinite(z_low) and math.isfinite(z_high) and z_high > z_low):
             raise ValueError(f"z_range must be (low, high) with high > low, got {z_range!r}")
+        if boundary not in _SENSORS_SEE_BOUNDARY:
+            raise ValueError(
+                f"boundary must be one of {list(_SENSORS_SEE_BOUNDARY)}, got {boundary!r}"
+            )
 
         self._h = float(smoothing_length)
         self._support = 2.0 * self._h
@@ -96,12 +151,21 @@ class ProbeSampler:
         self._z_step = float(dp) / SAMPLES_PER_DP
         count = int(math.floor((z_high - z_low) / self._z_step + 1e-9)) + 1
         self._z_samples = z_low + self._z_step * np.arange(count, dtype=np.float64)
+        self._sensors_see_boundary = _SENSORS_SEE_BOUNDARY[boundary]
 
-        self._gauges = [(g.name, float(g.x), float(g.y)) for g in probes.heights]
+        # Gauges grouped by line: one mass profile serves every gauge on the same (x, y).
+        self._lines: dict[tuple[float, float], list[tuple[str, str]]] = {}
+        for g in probes.heights:
+            if g.surface not in GAUGE_SURFACES:
+                raise ValueError(
+                    f"gauge {g.name!r}: surface must be one of {list(GAUGE_SURFACES)}, "
+                    f"got {g.surface!r}"
+                )
+            self._lines.setdefault((float(g.x), float(g.y)), []).append((g.name, g.surface))
         self._sensors = [
             (s.name, np.asarray(s.position, dtype=np.float64).reshape(3)) for s in probes.pressures
         ]
-        self.names: list[str] = [name for name, _, _ in self._gauges] + [
+        self.names: list[str] = [g.name for g in probes.heights] + [
             name for name, _ in self._sensors
         ]
         if len(set(self.names)) != len(self.names):
@@ -109,17 +173,30 @@ class ProbeSampler:
 
     def sample(self, snap: Snapshot) -> dict[str, float]:
         """The value of every probe (metres for gauges, pascals for sensors) in `snap`."""
-        fluid = np.asarray(snap.kind) == ParticleKind.FLUID
-        position = np.asarray(snap.position, dtype=np.float64)[fluid]
+        kind = np.asarray(snap.kind)
+        fluid = kind == ParticleKind.FLUID
+        position = np.asarray(snap.position, dtype=np.float64)
         values: dict[str, float] = {}
-        for name, x, y in self._gauges:
-            values[name] = self.surface_height(position, x, y)
+        if self._lines:
+            fluid_position = position[fluid]
+            for (x, y), gauges in self._lines.items():
+                runs = self.wet_runs(self.mass_profile(fluid_position, x, y))
+                for name, surface in gauges:
+                    values[name] = self.gauge_reading(runs, surface)
         if self._sensors:
-            pressure = np.asarray(snap.pressure, dtype=np.float64)[fluid]
-            density = np.asarray(snap.density, dtype=np.float64)[fluid]
+            used = fluid | (kind >= ParticleKind.WALL) if self._sensors_see_boundary else fluid
+            # Only particles within 2h of the sensors' bounding box can reach any of them.
+            points = np.stack([point for _, point in self._sensors])
+            lo = points.min(axis=0) - self._support
+            hi = points.max(axis=0) + self._support
+            used &= np.all((position >= lo) & (position <= hi), axis=1)
+            pressure = np.asarray(snap.pressure, dtype=np.float64)[used]
+            density = np.asarray(snap.density, dtype=np.float64)[used]
             for name, point in self._sensors:
-                values[name] = self.pressure_at(position, pressure, density, point)
-        return values
+                values[name] = self.pressure_at(
+                    position[used], pressure, density, fluid[used], point
+                )
+        return {name: values[name] for name in self.names}
 
     def mass_profile(self, position: np.ndarray, x: float, y: float) -> np.ndarray:
         """Kernel mass sum sum_j m W(|p - x_j|, h) at every gauge sample point p on (x, y).
@@ -150,44 +227,69 @@ class ProbeSampler:
             sums[start : start + points.size] = self._mass * np.sum(self._w(r, self._h), axis=1)
         return sums
 
-    def surface_height(self, position: np.ndarray, x: float, y: float) -> float:
-        """Free-surface height on the vertical line (x, y), after DualSPHysics' GaugeSwl.
+    def wet_runs(self, sums: np.ndarray) -> np.ndarray:
+        """The wet stretches of a gauge line, (k, 2): bottom and top z of each, upwards.
 
-        The surface is the highest sample whose kernel mass sum reaches 0.5 rho0, moved up by
-        linear interpolation towards the next (dry) sample to where the sum equals the limit.
-        Unlike GaugeSwl, which stops at the first dry point scanning upwards, the highest wet
-        point is taken, so an air pocket under an overturning wave does not hide the water
-        above it. Returns z_range[0] (the floor, normally 0.0) if no sample is wet, and
-        z_range[1] if the top sample is.
+        `sums` is a `mass_profile`. A run's ends lie where the mass sum crosses 0.5 rho0,
+        linearly interpolated between the wet sample and its dry neighbour; a run reaching the
+        top sample ends there. The lowest run starts at the floor (z_range[0]) when its lowest
+        sample is within the kernel support 2h of it: there the fluid-only sum is cut by the
+        floor, so the dry samples below are not air (see the module docstring).
         """
-        sums = self.mass_profile(position, x, y)
-        wet = np.flatnonzero(sums >= self._mass_limit)
-        if wet.size == 0:
+        wet = np.concatenate(([False], sums >= self._mass_limit, [False])).astype(np.int8)
+        change = np.diff(wet)
+        first = np.flatnonzero(change == 1)  # lowest wet sample of each run
+        last = np.flatnonzero(change == -1) - 1  # highest wet sample of each run
+        z = self._z_samples
+        runs = np.empty((first.size, 2), dtype=np.float64)
+        for k, (i, j) in enumerate(zip(first, last, strict=True)):
+            if k == 0 and z[i] - self._z_low < self._support:
+                runs[k, 0] = self._z_low
+            else:  # i > 0 here: the sample below is dry
+                runs[k, 0] = z[i] - self._z_step * self._crossing(sums[i], sums[i - 1])
+            if j == z.size - 1:
+                runs[k, 1] = z[j]
+            else:
+                runs[k, 1] = z[j] + self._z_step * self._crossing(sums[j], sums[j + 1])
+        return runs
+
+    def _crossing(self, wet: float, dry: float) -> float:
+        """Where, as a fraction of the step from the wet sample to the dry one, the mass sum
+        falls to the limit (linear interpolation; in [0, 1) since wet >= limit > dry)."""
+        return float((wet - self._mass_limit) / (wet - dry))
+
+    def gauge_reading(self, runs: np.ndarray, surface: str) -> float:
+        """A gauge's value [m] from the wet runs of its line (`wet_runs`), by `surface`:
+        z_range[0] plus the total wet length ("wetted_length"), the top of the lowest run
+        ("first_dry") or of the highest ("highest_wet"); z_range[0] on a dry line."""
+        if runs.shape[0] == 0:
             return self._z_low
-        i = int(wet[-1])
-        if i == self._z_samples.size - 1:
-            return float(self._z_samples[i])
-        above, below = float(sums[i]), float(sums[i + 1])
-        fraction = (above - self._mass_limit) / (above - below)
-        return float(self._z_samples[i] + fraction * self._z_step)
+        if surface == "wetted_length":
+            return self._z_low + float(np.sum(runs[:, 1] - runs[:, 0]))
+        if surface == "first_dry":
+            return float(runs[0, 1])
+        return float(runs[-1, 1])
 
     def pressure_at(
         self,
         position: np.ndarray,
         pressure: np.ndarray,
         density: np.ndarray,
+        fluid: np.ndarray,
         point: np.ndarray,
     ) -> float:
-        """Shepard-normalised SPH interpolation of fluid pressure at `point`.
+        """Shepard-normalised SPH interpolation of pressure at `point`.
 
-        p(x) = sum_j p_j W_j m/rho_j / sum_j W_j m/rho_j over fluid particles within 2h
-        (PySPH's Interpolator and DualSPHysics' pressure gauges use this form). Returns 0.0
-        where no fluid particle is within the kernel support (a dry sensor).
+        p(x) = sum_j p_j W_j m/rho_j / sum_j W_j m/rho_j over the given particles within 2h
+        (fluid, plus boundary particles under mDBC; `fluid` marks the fluid ones). PySPH's
+        Interpolator and DualSPHysics' MeasureTool use this form. Returns 0.0 where no fluid
+        particle is within the kernel support (a dry sensor), whatever boundary particles
+        are there.
         """
         d = position - point[None, :]
         r2 = np.sum(d * d, axis=1)
         near = r2 < self._support * self._support
-        if not np.any(near):
+        if not np.any(fluid[near]):
             return 0.0
         weight = self._w(np.sqrt(r2[near]), self._h) * (self._mass / density[near])
         total = float(np.sum(weight))
