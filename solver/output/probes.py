@@ -31,8 +31,11 @@ The floor: only fluid enters the mass sum, so within the kernel support 2h of th
 sum misses the part of the kernel inside the wall, and samples there read dry although water
 lies on the floor (most visibly under DBC, where the first fluid layer is dp above the
 innermost wall layer on the floor). The lowest wet run therefore starts at the floor, not at
-its interpolated lower end, when its lowest sample lies within 2h of the floor (always when it
-is the floor sample itself). Every gauge reads z_range[0] on a dry line.
+its interpolated lower end, when its lowest sample lies within dp of the floor (water resting
+on the floor makes the samples wet from dp/4 above it under mDBC, from about dp/2 under DBC);
+a run starting higher starts where the sum crosses the limit, so a sheet of water passing
+more than dp above a dry floor is not counted down to the floor. Every gauge reads z_range[0]
+on a dry line.
 
 Pressure sensors (points on a solid face, as experimenters mount them: P1..P8 on the box's
 front face x = 0.8245 and top face z = 0.161). The value is a Shepard-normalised SPH average,
@@ -233,8 +236,8 @@ class ProbeSampler:
         `sums` is a `mass_profile`. A run's ends lie where the mass sum crosses 0.5 rho0,
         linearly interpolated between the wet sample and its dry neighbour; a run reaching the
         top sample ends there. The lowest run starts at the floor (z_range[0]) when its lowest
-        sample is within the kernel support 2h of it: there the fluid-only sum is cut by the
-        floor, so the dry samples below are not air (see the module docstring).
+        sample is within dp of it: there the fluid-only sum is cut by the floor, so the dry
+        samples below are not air (see the module docstring).
         """
         wet = np.concatenate(([False], sums >= self._mass_limit, [False])).astype(np.int8)
         change = np.diff(wet)
@@ -243,7 +246,7 @@ class ProbeSampler:
         z = self._z_samples
         runs = np.empty((first.size, 2), dtype=np.float64)
         for k, (i, j) in enumerate(zip(first, last, strict=True)):
-            if k == 0 and z[i] - self._z_low < self._support:
+            if k == 0 and z[i] - self._z_low <= self._z_step * SAMPLES_PER_DP:
                 runs[k, 0] = self._z_low
             else:  # i > 0 here: the sample below is dry
                 runs[k, 0] = z[i] - self._z_step * self._crossing(sums[i], sums[i - 1])
