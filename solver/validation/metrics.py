@@ -10,7 +10,7 @@ absent and no longer count). Sums are taken in float64 whatever the run's precis
   along -z this is sum m |g| (z - z_floor), zero for water lying on the tank floor
 - centre of mass of the fluid (mean position)
 - front: the `percentile` (99.5 by default) of x among the fluid particles less than
-  `band_dp` dp (3 by default, see DEFAULT_FRONT_BAND_DP) above the tank floor, which ignores
+  `band_dp` dp (2 by default, see DEFAULT_FRONT_BAND_DP) above the tank floor, which ignores
   isolated droplets ahead of the surge (cases.md, section 3)
 - height at the back wall, for the collapse of a column (`back_wall_height`)
 """
@@ -41,11 +41,12 @@ __all__ = [
 
 #: Percentile of x among near-floor fluid particles taken as the front (cases.md, section 3).
 DEFAULT_FRONT_PERCENTILE = 99.5
-#: Height of the near-floor band, in dp, in which the front is looked for. Dynamic boundary
-#: particles hold moving water about 2 to 2.7 dp above the wall's particle layer (the known
-#: DBC gap, Crespo et al. 2007), while the layer placed at 1 dp when the case starts stays
-#: pinned where it was: with a 2 dp band the "front" would be that pinned layer, not the surge.
-DEFAULT_FRONT_BAND_DP = 3.0
+#: Height of the near-floor band, in dp, in which the front is looked for: the two lowest
+#: particle layers of water resting on the floor (under mDBC at dp/2 and 3 dp/2). Under DBC
+#: (Crespo et al. 2007) moving water rides 2 to 2.7 dp above the wall's particle layer while
+#: the layer placed at 1 dp stays pinned where the column stood, so a DBC run needs
+#: `--front-band-dp 3` to follow the surge rather than that pinned layer.
+DEFAULT_FRONT_BAND_DP = 2.0
 
 
 @dataclass(frozen=True)
