@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from solver.lattice import fluid_index_range
+from solver.lattice import fluid_index_range, surface_gap
 from solver.output.probes import GAUGE_SURFACES
 from solver.physics.smoothing_kernels import KERNEL_NAMES
 from solver.toml_lines import key_line
@@ -286,12 +286,13 @@ CROSS_CHECKS: tuple[str, ...] = (
     "`domain.min` and `domain.max` are given together or not at all.",
     "Every side of the tank is at least 2 dp long, every side of an obstacle at least dp.",
     "At least one `[[fluid]]` block; every fluid block lies inside the tank, holds at least one "
-    "lattice point (tank.min + i dp, dp/2 clear of the walls) on every axis, overlaps no other "
-    "fluid block (blocks may touch) and does not lie wholly inside an obstacle (a partly "
-    "covered block is carved around it).",
+    "lattice point (tank.min + (i + 1/2) dp under mdbc, tank.min + i dp under dbc; dp/2 clear "
+    "of the walls) on every axis, overlaps no other fluid block (blocks may touch) and does not "
+    "lie wholly inside an obstacle (a partly covered block is carved around it).",
     "Every obstacle lies inside the tank in x and y and starts at or above the floor; "
     "its top may rise above an open top only.",
-    "The domain contains the tank walls (`wall_layers` layers) and every obstacle.",
+    "The domain contains the tank walls (`wall_layers` layers, the innermost dp/2 outside the "
+    "tank under mdbc) and every obstacle.",
     "Height gauges lie inside the tank in x and y; pressure sensors lie inside the tank.",
     "Probe names are unique across `probes.height` and `probes.pressure`.",
     "`physics.rho_min < physics.rho0 < physics.rho_max`.",
@@ -903,16 +904,19 @@ class _Builder:
         """Fluid block i holds particles, overlaps no earlier block and no obstacle wholly."""
         block = cfg.fluid_blocks[i]
         tank = cfg.tank.box
+        gap = surface_gap(cfg.physics.boundary)  # the scene's fluid lattice (solver/lattice.py)
+        lattice = "tank.min + (i + 1/2) dp" if gap else "tank.min + i dp"
         for a, axis in enumerate("xyz"):
             points = fluid_index_range(
-                tank.min[a], tank.max[a], block.min[a], block.max[a], cfg.dp, tol
+                tank.min[a], tank.max[a], block.min[a], block.max[a], cfg.dp, tol, gap
             )
             if not points:
                 raise self.error(
                     f"fluid[{i}]",
                     f"block {_box_text(block)} holds no particle: on {axis}, no lattice point "
-                    f"tank.min + i dp (dp = {cfg.dp:g}) lies in ({block.min[a]:g}, "
-                    f"{block.max[a]:g}] at least dp/2 from the walls; make it thicker",
+                    f"{lattice} (dp = {cfg.dp:g}, physics.boundary = {cfg.physics.boundary}) "
+                    f"lies in ({block.min[a]:g}, {block.max[a]:g}] at least dp/2 from the "
+                    "walls; make it thicker",
                 )
         for j, other in enumerate(cfg.fluid_blocks[:i]):
             if all(
@@ -977,7 +981,7 @@ class _Builder:
                     "domain",
                     f"{_box_text(cfg.domain)} does not contain obstacle[{i}] {_box_text(box)}",
                 )
-        walls = wall_extent(cfg.tank, dp)
+        walls = wall_extent(cfg.tank, dp, cfg.physics.boundary)
         if not cfg.domain.contains_box(walls, tol):
             raise self.error(
                 "domain",
@@ -1086,13 +1090,18 @@ def geometric_tolerance(cfg: Config) -> float:
     return 1e-9 * max(cfg.dp, *map(abs, box.min + box.max), *box.size)
 
 
-def wall_extent(tank: TankConfig, dp: float) -> Box:
-    """The box that holds every wall particle: the tank grown by (wall_layers - 1) dp."""
-    t = (tank.wall_layers - 1) * dp
+def wall_extent(tank: TankConfig, dp: float, boundary: str) -> Box:
+    """The box that holds every wall particle: the tank grown by (wall_layers - 1 + gap) dp.
+
+    gap is `surface_gap(boundary)`: mDBC places its innermost layer dp/2 outside the tank's
+    faces (solver/scene.py), DBC on them. With an open top the side walls reach gap dp above it.
+    """
+    gap = surface_gap(boundary)
+    t = (tank.wall_layers - 1 + gap) * dp
     lo = tuple(c - t for c in tank.box.min)
     hi = [c + t for c in tank.box.max]
     if tank.open_top:
-        hi[2] = tank.box.max[2]
+        hi[2] = tank.box.max[2] + gap * dp
     return Box((lo[0], lo[1], lo[2]), (hi[0], hi[1], hi[2]))
 
 

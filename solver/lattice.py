@@ -4,13 +4,28 @@ Both the scene (which places the particles) and the config checks and memory est
 only need how many there will be) use these, so a count never disagrees with what is built.
 Every rule compares with the same floating-point expressions as the placement, so a point that
 sits on a face within the tolerance is counted exactly when it is placed.
+
+Where the lattice sits depends on the boundary method, through one number, `surface_gap`: the
+distance (in dp) from the innermost boundary particle layer to the solid surface it stands for.
+Dynamic boundary particles (DBC; Crespo et al. 2007, Comput. Mater. Contin. 5) put that layer on
+the surface (gap 0). The modified dynamic boundary condition (mDBC; English et al. 2022,
+"Modified dynamic boundary conditions (mDBC) for general-purpose SPH", Comput. Part. Mech. 9,
+1-15) puts the surface dp/2 beyond it (gap 1/2), so that a boundary particle and its
+fluid neighbour sit dp/2 on either side of the surface. Fluid particles then fill cell centres
+tank.min + (i + 1/2) dp, and placing the particles "by construction" makes the surface coincide
+with the geometry the config gives.
 """
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["face_lattice_size", "fluid_index_range"]
+__all__ = ["face_lattice_size", "fluid_index_range", "surface_gap"]
+
+
+def surface_gap(boundary: str) -> float:
+    """Distance, in dp, from the innermost boundary layer to the surface: 1/2 (mdbc), 0 (dbc)."""
+    return {"mdbc": 0.5, "dbc": 0.0}[boundary]
 
 
 def face_lattice_size(lo: float, hi: float, dp: float, tol: float = 0.0) -> int:
@@ -21,29 +36,36 @@ def face_lattice_size(lo: float, hi: float, dp: float, tol: float = 0.0) -> int:
 
 
 def fluid_index_range(
-    tank_lo: float, tank_hi: float, lo: float, hi: float, dp: float, tol: float = 0.0
+    tank_lo: float,
+    tank_hi: float,
+    lo: float,
+    hi: float,
+    dp: float,
+    tol: float = 0.0,
+    gap: float = 0.0,
 ) -> range:
-    """The i whose point tank_lo + i dp lies in (lo, hi] and dp/2 inside the tank faces.
+    """The i whose point tank_lo + (i + gap) dp lies in (lo, hi] and dp/2 inside the tank faces.
 
-    All comparisons take the tolerance `tol` in the point's favour. The range is empty when a
-    block is too thin (or too close to a wall) to hold a point of the lattice.
+    `gap` is `surface_gap` of the boundary method. All comparisons take the tolerance `tol` in
+    the point's favour. The range is empty when a block is too thin (or too close to a wall) to
+    hold a point of the lattice.
     """
 
     def above_low(i: int) -> bool:
-        x = tank_lo + dp * i
+        x = tank_lo + dp * (i + gap)
         return x > lo + tol and x >= tank_lo + 0.5 * dp - tol
 
     def below_high(i: int) -> bool:
-        x = tank_lo + dp * i
+        x = tank_lo + dp * (i + gap)
         return x <= hi + tol and x <= tank_hi - 0.5 * dp + tol
 
     # Start from the rounded guesses and step to the exact ends (one or two steps at most).
-    first = math.floor((max(lo, tank_lo) - tank_lo) / dp)
+    first = math.floor((max(lo, tank_lo) - tank_lo) / dp - gap)
     while not above_low(first):
         first += 1
     while above_low(first - 1):
         first -= 1
-    last = math.floor((min(hi, tank_hi) - tank_lo) / dp)
+    last = math.floor((min(hi, tank_hi) - tank_lo) / dp - gap)
     while not below_high(last):
         last -= 1
     while below_high(last + 1):

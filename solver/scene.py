@@ -1,39 +1,48 @@
-"""A Config becomes particles on a lattice: positions and kinds (numpy only, no Taichi).
+"""A Config becomes particles on a lattice: positions, kinds and ghost vectors (numpy only).
 
-Boundaries are dynamic boundary particles (DBC, as in DualSPHysics and OpenFPM): rows of
-particles at spacing dp whose innermost layer lies exactly on the tank's inner faces and on the
-obstacles' faces.
+Boundaries are rows of particles at spacing dp whose innermost layer lies `surface_gap` dp
+behind the solid surface (solver/lattice.py): on it for dynamic boundary particles (DBC, as in
+DualSPHysics and OpenFPM; Crespo et al. 2007), dp/2 behind it for the modified dynamic boundary
+condition (mDBC; English et al. 2022, Comput. Part. Mech. 9, 1-15). The particles are placed so
+that the surface is the geometry the config gives (the tank's inner faces, the obstacles'
+faces): the lattice rules below run on the tank grown, and on the obstacle boxes shrunk, by
+g = surface_gap dp on every side (g = 0 under DBC, which so keeps its layout exactly).
 
 Lattice rules
 -------------
 * Along one axis of a box [lo, hi], the face lattice is lo, lo + dp, ... up to hi - dp/2, then
   hi itself: anchored at the min face, with the max face covered exactly even when the length
   is not a multiple of dp. The one irregular gap (next to the max face) lies in [dp/2, 3 dp/2).
-* Tank walls: along each axis, `wall_layers` coordinates go outward from each face
-  (lo - k dp and hi + k dp), and the face lattice fills between. Wall particles are the points
-  of that product grid that lie in some axis' wall layers; with an open top there is no lid and
-  the side walls stop at the tank's max z. Every point is produced once (a point belongs to the
-  first axis on which it is in a wall layer), so edges and corners hold no duplicates.
-* Fluid: points tank.min + i dp inside a block (min < x <= max per axis, tolerance 1e-9
-  relative), at least dp/2 from every tank face and from every obstacle box.
-* Obstacles: the face lattice of the obstacle box on each axis; a solid box keeps all points,
-  a hollow one the outer `wall_layers` on every side. Points within dp/2 of the tank walls
-  (e.g. an obstacle's bottom layer standing on the floor, which the floor already covers) or
-  of an earlier obstacle are dropped.
+* Tank walls: along each axis of the grown tank, `wall_layers` coordinates go outward from each
+  face (lo - g - k dp and hi + g + k dp), and the face lattice fills between. Wall particles are
+  the points of that product grid that lie in some axis' wall layers; with an open top there is
+  no lid and the side walls stop at the grown tank's max z. Every point is produced once (a
+  point belongs to the first axis on which it is in a wall layer), so edges and corners hold no
+  duplicates.
+* Fluid: points tank.min + (i + surface_gap) dp inside a block (min < x <= max per axis,
+  tolerance 1e-9 relative), at least dp/2 from every tank face and from every obstacle box.
+* Obstacles: the face lattice of the shrunk obstacle box on each axis; a solid box keeps all
+  points, a hollow one the outer `wall_layers` on every side. Points within dp/2 of the grown
+  tank (under DBC e.g. an obstacle's bottom layer standing on the floor, which the floor
+  already covers) or of an earlier obstacle's shrunk box are dropped.
 
 Since every coordinate list keeps its points at least dp/2 apart and the three particle sets
 are kept dp/2 apart from each other, no two particles in a scene are closer than dp/2.
+
+Ghost vectors (mDBC only; zero under DBC and for fluid) follow solver/boundary_geometry.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from solver.boundary_geometry import obstacle_ghosts, wall_ghosts
 from solver.config import Box, Config, ConfigError, TankConfig, geometric_tolerance
-from solver.lattice import face_lattice_size, fluid_index_range
+from solver.lattice import face_lattice_size, fluid_index_range, surface_gap
 from solver.particle_kind import ParticleKind
 
 __all__ = ["Scene", "build_scene", "face_lattice", "particle_count_bound"]
@@ -47,6 +56,9 @@ class Scene:
     """(N, 3) float64 positions [m]."""
     kind: np.ndarray
     """(N,) int32 ParticleKind codes, sorted FLUID, WALL, OBSTACLE."""
+    ghost: np.ndarray
+    """(N, 3) float64 vectors [m] from each boundary particle to its mDBC ghost node (its mirror
+    image through the boundary surface); zero for fluid, and for every particle under DBC."""
 
     def __post_init__(self) -> None:
         """Check the array shapes once, so consumers can rely on them."""
@@ -54,6 +66,8 @@ class Scene:
             raise ValueError(f"position must be (N, 3), got {self.position.shape}")
         if self.kind.shape != (self.position.shape[0],):
             raise ValueError(f"kind must be ({self.position.shape[0]},), got {self.kind.shape}")
+        if self.ghost.shape != self.position.shape:
+            raise ValueError(f"ghost must be {self.position.shape}, got {self.ghost.shape}")
 
     def __len__(self) -> int:
         """Number of particles."""
@@ -135,27 +149,49 @@ def obstacle_particles(box: Box, dp: float, hollow: bool, layers: int, tol: floa
 
 
 def fluid_particles(cfg: Config, tol: float) -> np.ndarray:
-    """Fluid lattice points tank.min + i dp inside the blocks, clear of walls and obstacles."""
+    """Fluid lattice points tank.min + (i + gap) dp inside the blocks, clear of every solid."""
     dp = cfg.dp
+    gap = surface_gap(cfg.physics.boundary)
     tank = cfg.tank.box
     keys: list[np.ndarray] = []
     for block in cfg.fluid_blocks:
         index_axes = [
-            np.array(_block_indices(tank, block, a, dp, tol), dtype=np.int64) for a in range(3)
+            np.array(_block_indices(tank, block, a, dp, tol, gap), dtype=np.int64) for a in range(3)
         ]
         keys.append(_product(*index_axes).astype(np.int64))
     index = np.unique(np.concatenate(keys, axis=0), axis=0)  # overlapping blocks: once
-    points = np.asarray(tank.min) + dp * index
+    points = np.asarray(tank.min) + dp * (index + gap)
     for obstacle in cfg.obstacles:
         points = points[_distance_to_box(points, obstacle.box) >= 0.5 * dp - tol]
     return points
 
 
-def _block_indices(tank: Box, block: Box, axis: int, dp: float, tol: float) -> range:
-    """Lattice indices i (point tank.min + i dp) of a fluid block along one axis."""
+def _block_indices(tank: Box, block: Box, axis: int, dp: float, tol: float, gap: float) -> range:
+    """Lattice indices i (point tank.min + (i + gap) dp) of a fluid block along one axis."""
     return fluid_index_range(
-        tank.min[axis], tank.max[axis], block.min[axis], block.max[axis], dp, tol
+        tank.min[axis], tank.max[axis], block.min[axis], block.max[axis], dp, tol, gap
     )
+
+
+def _grown(box: Box, margin: float) -> Box:
+    """The box with every face moved outward by `margin` (inward where it is negative)."""
+    lo, hi = box.min, box.max
+    return Box(
+        (lo[0] - margin, lo[1] - margin, lo[2] - margin),
+        (hi[0] + margin, hi[1] + margin, hi[2] + margin),
+    )
+
+
+def wall_lattice_tank(cfg: Config) -> TankConfig:
+    """The tank whose faces the innermost wall layer lies on: grown by the surface gap."""
+    margin = surface_gap(cfg.physics.boundary) * cfg.dp
+    return dataclasses.replace(cfg.tank, box=_grown(cfg.tank.box, margin))
+
+
+def obstacle_lattice_boxes(cfg: Config) -> list[Box]:
+    """The boxes each obstacle's outermost layer lies on: shrunk by the surface gap."""
+    margin = surface_gap(cfg.physics.boundary) * cfg.dp
+    return [_grown(obstacle.box, -margin) for obstacle in cfg.obstacles]
 
 
 def _distance_to_box(points: np.ndarray, box: Box) -> np.ndarray:
@@ -192,13 +228,15 @@ def build_scene(cfg: Config) -> Scene:
             f"{cfg.source}: fluid: the [[fluid]] blocks hold no lattice point at least dp/2 "
             f"(dp = {cfg.dp:g}) from the walls and obstacles"
         )
-    walls = wall_particles(cfg.tank, dp, tol)
+    wall_tank = wall_lattice_tank(cfg)
+    walls = wall_particles(wall_tank, dp, tol)
+    boxes = obstacle_lattice_boxes(cfg)
     obstacles = []
     for i, obstacle in enumerate(cfg.obstacles):
-        pts = obstacle_particles(obstacle.box, dp, obstacle.hollow, cfg.tank.wall_layers, tol)
-        pts = pts[_clear_of_walls(pts, cfg.tank, dp, tol)]
-        for earlier in cfg.obstacles[:i]:
-            pts = pts[_distance_to_box(pts, earlier.box) >= 0.5 * dp - tol]
+        pts = obstacle_particles(boxes[i], dp, obstacle.hollow, cfg.tank.wall_layers, tol)
+        pts = pts[_clear_of_walls(pts, wall_tank, dp, tol)]
+        for earlier in boxes[:i]:
+            pts = pts[_distance_to_box(pts, earlier) >= 0.5 * dp - tol]
         obstacles.append(pts)
     obstacle_points = np.concatenate(obstacles, axis=0) if obstacles else np.zeros((0, 3))
     position = np.ascontiguousarray(np.concatenate([fluid, walls, obstacle_points], axis=0))
@@ -209,34 +247,42 @@ def build_scene(cfg: Config) -> Scene:
             np.full(len(obstacle_points), int(ParticleKind.OBSTACLE), dtype=np.int32),
         ]
     )
-    return Scene(position=position.astype(np.float64), kind=kind)
+    ghost = np.zeros_like(position)
+    if cfg.physics.boundary == "mdbc":
+        ghost[len(fluid) : len(fluid) + len(walls)] = wall_ghosts(walls, cfg.tank)
+        start = len(fluid) + len(walls)
+        for pts, obstacle in zip(obstacles, cfg.obstacles, strict=True):
+            ghost[start : start + len(pts)] = obstacle_ghosts(pts, obstacle.box, cfg.tank, dp, tol)
+            start += len(pts)
+    return Scene(position=position.astype(np.float64), kind=kind, ghost=ghost)
 
 
 def particle_count_bound(cfg: Config) -> int:
     """The particles `build_scene` makes, counted without placing them (for the memory check).
 
     Exact unless some points are dropped for lying within dp/2 of another set: fluid carved out
-    around obstacles, obstacle points on the tank walls or on an earlier obstacle. Those are
-    counted too, so the result is an upper bound.
+    around obstacles, obstacle points on the tank walls (under DBC, an obstacle standing on the
+    floor) or on an earlier obstacle. Those are counted too, so the result is an upper bound.
     """
     dp = cfg.dp
     tol = geometric_tolerance(cfg)
+    gap = surface_gap(cfg.physics.boundary)
     tank = cfg.tank.box
     fluid = sum(
-        math.prod(len(_block_indices(tank, block, a, dp, tol)) for a in range(3))
+        math.prod(len(_block_indices(tank, block, a, dp, tol, gap)) for a in range(3))
         for block in cfg.fluid_blocks
     )
+    wall_box = wall_lattice_tank(cfg).box
     layers = cfg.tank.wall_layers
     total, unmarked = [], []
     for a in range(3):
-        middle = face_lattice_size(tank.min[a], tank.max[a], dp, tol) - 2
+        middle = face_lattice_size(wall_box.min[a], wall_box.max[a], dp, tol) - 2
         open_top = a == 2 and cfg.tank.open_top
         total.append(layers + middle + (1 if open_top else layers))
         unmarked.append(middle + (1 if open_top else 0))
     walls = math.prod(total) - math.prod(unmarked)
     obstacles = 0
-    for obstacle in cfg.obstacles:
-        box = obstacle.box
+    for obstacle, box in zip(cfg.obstacles, obstacle_lattice_boxes(cfg), strict=True):
         sizes = [face_lattice_size(box.min[a], box.max[a], dp, tol) for a in range(3)]
         hollow_core = math.prod(max(n - 2 * layers, 0) for n in sizes) if obstacle.hollow else 0
         obstacles += math.prod(sizes) - hollow_core
