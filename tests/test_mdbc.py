@@ -29,17 +29,19 @@ def linear_field(position: np.ndarray) -> np.ndarray:
     return BASE + position.astype(np.float64) @ GRADIENT
 
 
-def coarse_tank() -> Config:
-    """The still-water tank at dp = 0.02: 0.2 x 0.1 x 0.2 m closed box, water 0.15 m deep."""
-    return load_config(STILL_WATER, ["particles.dp=0.02"])
+def still_tank() -> Config:
+    """The still-water tank: 0.2 x 0.1 x 0.2 m closed box, dp 0.01, water 0.15 m deep."""
+    return load_config(STILL_WATER)
 
 
 def test_linear_density_field_is_continued_exactly(on_backend: str) -> None:
-    """With a linear density field in the fluid, every boundary particle whose ghost node has
-    a full kernel support of fluid (more than 2H inside the water) gets the field's value at
-    its own position, to float32 rounding; every boundary particle gets a finite density of at
-    least rho0, and the fluid's densities are not touched."""
-    cfg = coarse_tank()
+    """With a linear density field in the fluid, every boundary particle whose ghost node lies
+    in the water (inside the fluid's bounding box, more than 2H below its top, so the fit sees
+    no free surface) gets the field's value at its own position, to float32 rounding: the
+    first-order fit continues a linear field exactly, through faces, edges and corners alike.
+    Every boundary particle gets a finite density of at least rho0, and the fluid's densities
+    are not touched."""
+    cfg = still_tank()
     sim = Simulation(cfg)
     p = sim.particles
     sim._update_neighbours_and_forces()  # sorts; the arrays now hold the sorted order
@@ -59,13 +61,14 @@ def test_linear_density_field_is_continued_exactly(on_backend: str) -> None:
     result = p.density.to_numpy()[:n].astype(np.float64)
     ghost_node = position + p.ghost.to_numpy()[:n]
     fluid_points = position[fluid]
-    margin = cfg.support_radius
-    water_lo = fluid_points.min(axis=0) + margin
-    water_hi = fluid_points.max(axis=0) - margin
+    water_lo = fluid_points.min(axis=0)
+    water_hi = fluid_points.max(axis=0) - np.array([0.0, 0.0, cfg.support_radius])
     deep = ~fluid & np.all((ghost_node >= water_lo) & (ghost_node <= water_hi), axis=1)
-    assert deep.sum() >= 10, "the test needs boundary particles with a deep ghost node"
+    assert deep.sum() >= 1000, "the test needs boundary particles with a ghost node in water"
     expected = linear_field(position[deep])
-    assert np.allclose(result[deep], expected, rtol=0.0, atol=2e-3), (
+    # Within 1e-5 of the value (float32 sums of about 100 terms); a zeroth-order (Shepard)
+    # value would be off by the field's change over the ghost distance, about 1 kg/m^3.
+    assert np.allclose(result[deep], expected, rtol=1e-5, atol=0.0), (
         np.abs(result[deep] - expected).max()
     )
     assert np.all(np.isfinite(result[~fluid])) and np.all(result[~fluid] >= cfg.physics.rho0)
@@ -74,8 +77,9 @@ def test_linear_density_field_is_continued_exactly(on_backend: str) -> None:
 
 def test_dry_wall_stays_at_rho0(on_cpu: str) -> None:
     """A boundary particle with no fluid within the kernel support of its ghost node (the dry
-    upper walls and the lid of the still-water tank) keeps rho0 and zero pressure."""
-    cfg = coarse_tank()
+    upper walls and the lid of the still-water tank) keeps rho0 and zero pressure (to the
+    rounding of the Tait power in float32, 1e-6 B)."""
+    cfg = still_tank()
     sim = Simulation(cfg)
     sim._update_neighbours_and_forces()
     p = sim.particles
@@ -90,4 +94,4 @@ def test_dry_wall_stays_at_rho0(on_cpu: str) -> None:
     dry = (kind != FLUID) & (gap > 1.001 * cfg.support_radius)
     assert dry.sum() > 100
     assert np.all(p.density.to_numpy()[:n][dry] == np.float32(cfg.physics.rho0))
-    assert np.all(p.pressure.to_numpy()[:n][dry] == 0.0)
+    assert np.all(np.abs(p.pressure.to_numpy()[:n][dry]) <= 1e-6 * cfg.eos_b)
