@@ -115,7 +115,10 @@ def _shell(coords: list[np.ndarray], marked: list[np.ndarray]) -> np.ndarray:
 
 
 def wall_particles(tank: TankConfig, dp: float, tol: float = 0.0) -> np.ndarray:
-    """Tank wall particles: `wall_layers` layers outward from the inner faces, no lid if open."""
+    """Wall particles: `wall_layers` layers outward from `tank`'s faces, no lid if open.
+
+    `tank` is the wall lattice's tank: the config's grown by the surface gap.
+    """
     layers = np.arange(tank.wall_layers)
     coords: list[np.ndarray] = []
     marked: list[np.ndarray] = []
@@ -182,13 +185,13 @@ def _grown(box: Box, margin: float) -> Box:
     )
 
 
-def wall_lattice_tank(cfg: Config) -> TankConfig:
+def _wall_lattice_tank(cfg: Config) -> TankConfig:
     """The tank whose faces the innermost wall layer lies on: grown by the surface gap."""
     margin = surface_gap(cfg.physics.boundary) * cfg.dp
     return dataclasses.replace(cfg.tank, box=_grown(cfg.tank.box, margin))
 
 
-def obstacle_lattice_boxes(cfg: Config) -> list[Box]:
+def _obstacle_lattice_boxes(cfg: Config) -> list[Box]:
     """The boxes each obstacle's outermost layer lies on: shrunk by the surface gap."""
     margin = surface_gap(cfg.physics.boundary) * cfg.dp
     return [_grown(obstacle.box, -margin) for obstacle in cfg.obstacles]
@@ -203,7 +206,10 @@ def _distance_to_box(points: np.ndarray, box: Box) -> np.ndarray:
 
 
 def _clear_of_walls(points: np.ndarray, tank: TankConfig, dp: float, tol: float) -> np.ndarray:
-    """Mask of points at least dp/2 inside every wall face (walls lie on and beyond them)."""
+    """Mask of points at least dp/2 inside `tank`'s faces, on and beyond which the walls lie.
+
+    `tank` is the wall lattice's tank (the config's grown by the surface gap).
+    """
     lo = np.asarray(tank.box.min)
     hi = np.asarray(tank.box.max)
     near = 0.5 * dp - tol
@@ -228,9 +234,9 @@ def build_scene(cfg: Config) -> Scene:
             f"{cfg.source}: fluid: the [[fluid]] blocks hold no lattice point at least dp/2 "
             f"(dp = {cfg.dp:g}) from the walls and obstacles"
         )
-    wall_tank = wall_lattice_tank(cfg)
+    wall_tank = _wall_lattice_tank(cfg)
     walls = wall_particles(wall_tank, dp, tol)
-    boxes = obstacle_lattice_boxes(cfg)
+    boxes = _obstacle_lattice_boxes(cfg)
     obstacles = []
     for i, obstacle in enumerate(cfg.obstacles):
         pts = obstacle_particles(boxes[i], dp, obstacle.hollow, cfg.tank.wall_layers, tol)
@@ -272,7 +278,7 @@ def particle_count_bound(cfg: Config) -> int:
         math.prod(len(_block_indices(tank, block, a, dp, tol, gap)) for a in range(3))
         for block in cfg.fluid_blocks
     )
-    wall_box = wall_lattice_tank(cfg).box
+    wall_box = _wall_lattice_tank(cfg).box
     layers = cfg.tank.wall_layers
     total, unmarked = [], []
     for a in range(3):
@@ -282,7 +288,7 @@ def particle_count_bound(cfg: Config) -> int:
         unmarked.append(middle + (1 if open_top else 0))
     walls = math.prod(total) - math.prod(unmarked)
     obstacles = 0
-    for obstacle, box in zip(cfg.obstacles, obstacle_lattice_boxes(cfg), strict=True):
+    for obstacle, box in zip(cfg.obstacles, _obstacle_lattice_boxes(cfg), strict=True):
         sizes = [face_lattice_size(box.min[a], box.max[a], dp, tol) for a in range(3)]
         hollow_core = math.prod(max(n - 2 * layers, 0) for n in sizes) if obstacle.hollow else 0
         obstacles += math.prod(sizes) - hollow_core

@@ -111,6 +111,23 @@ def test_default_domain_surrounds_walls_and_open_top() -> None:
     assert cfg.domain.max == pytest.approx((1.0 + margin, 0.5 + margin, 0.6 + margin + 0.6))
 
 
+@pytest.mark.parametrize("boundary", ["mdbc", "dbc"])
+def test_domain_must_hold_the_walls_where_the_boundary_puts_them(boundary: str) -> None:
+    """One wall layer lies on the tank faces under DBC, dp/2 outside them under mDBC (English
+    et al. 2022): a domain that just holds the DBC walls is refused under mDBC, naming them."""
+    tight = "[domain]\nmin = [0.0, 0.0, 0.0]\nmax = [1.0, 0.5, 1.2]\n"
+    over = ("tank.wall_layers=1", f"physics.boundary={boundary}")
+    if boundary == "dbc":
+        assert minimal(tight, over).domain.max == (1.0, 0.5, 1.2)
+        return
+    with pytest.raises(ConfigError, match=r"does not contain the tank walls.*-0\.025"):
+        minimal(tight, over)
+    roomy = tight.replace("0.0, 0.0, 0.0", "-0.025, -0.025, -0.025").replace(
+        "1.0, 0.5", "1.025, 0.525"
+    )
+    assert minimal(roomy, over).domain.min == (-0.025, -0.025, -0.025)
+
+
 def test_config_is_frozen() -> None:
     cfg = minimal()
     with pytest.raises(dataclasses.FrozenInstanceError):

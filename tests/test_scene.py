@@ -409,3 +409,232 @@ def test_particle_count_is_exact_for_a_floating_obstacle(
         BOX_CASE.format(layers=layers, hollow=hollow), overrides=(f"physics.boundary={boundary}",)
     )
     assert particle_count_bound(cfg) == len(build_scene(cfg))
+
+
+# -- mDBC: surfaces and ghost nodes ---------------------------------------------------------
+
+MDBC_CASE = """
+[particles]
+dp = 0.05
+[tank]
+min = [0.0, 0.0, 0.0]
+max = [1.2, 0.8, 0.8]
+wall_layers = 2
+open_top = {open_top}
+[[fluid]]
+min = [0.0, 0.0, 0.0]
+max = [0.3, 0.8, 0.4]
+[[obstacle]]  # A: standing on the floor, solid: 4 x 4 x 4 particles
+min = [0.5, 0.3, 0.0]
+max = [0.7, 0.5, 0.2]
+hollow = false
+[[obstacle]]  # B: floating, hollow: a 6 x 7 x 6 lattice, two layers thick
+min = [0.8, 0.2, 0.35]
+max = [1.1, 0.55, 0.65]
+hollow = true
+"""
+"""Every length a multiple of dp = 0.05, so every layer k lies exactly (k + 1/2) dp behind its
+surface. The boxes stand more than (wall_layers - 1/2) dp apart from the walls and from each
+other, farther than any ghost node reaches."""
+
+DP = 0.05
+
+
+@pytest.fixture(scope="module", params=["true", "false"], ids=["open", "closed"])
+def mdbc_case(request: pytest.FixtureRequest) -> tuple[Config, Scene]:
+    """The case with an open and with a closed top."""
+    cfg = loads_config(MDBC_CASE.format(open_top=request.param))
+    return cfg, build_scene(cfg)
+
+
+def outside_tank(points: np.ndarray, cfg: Config) -> np.ndarray:
+    """(n, 3) how far each point lies beyond the tank's faces on each axis, signed outward-
+    positive per face side (0 where it is between them; an open top has no face above)."""
+    lo, hi = np.array(cfg.tank.box.min), np.array(cfg.tank.box.max)
+    if cfg.tank.open_top:
+        hi[2] = np.inf
+    return np.maximum(np.maximum(lo - points, points - hi), 0.0)
+
+
+def depth_below_faces(points: np.ndarray, box_min: tuple, box_max: tuple) -> np.ndarray:
+    """(n, 3, 2) depth of each point below the min and max face of a box on each axis."""
+    lo, hi = np.array(box_min), np.array(box_max)
+    return np.stack([points - lo, hi - points], axis=2)
+
+
+def test_mdbc_scene_counts_equal_the_bound(mdbc_case: tuple[Config, Scene]) -> None:
+    cfg, scene = mdbc_case
+    assert len(scene) == particle_count_bound(cfg)
+    assert scene.count(OBSTACLE) == 4**3 + (6 * 7 * 6 - 2 * 3 * 2)
+    assert_no_close_pairs(scene, DP)
+
+
+def test_mdbc_surface_lies_midway_between_fluid_and_boundary(
+    mdbc_case: tuple[Config, Scene],
+) -> None:
+    """The surface of mDBC lies dp/2 beyond the innermost boundary layer (English et al. 2022);
+    placed by construction, it is the config's geometry: the innermost wall layer lies exactly
+    dp/2 outside the tank faces, the outermost obstacle layer dp/2 inside each box face, and the
+    fluid keeps at least dp/2 in front of every surface (exactly dp/2 next to the floor)."""
+    cfg, scene = mdbc_case
+    tol = 1e-12
+    outside = outside_tank(scene.position[scene.kind == WALL], cfg)
+    assert outside.max(axis=1).min() == pytest.approx(0.5 * DP, abs=tol)
+    k = outside[outside > 0] / DP - 0.5  # the layer index on every axis the particle is beyond
+    assert np.allclose(k, np.round(k), atol=1e-9)
+    assert set(np.round(k).astype(int)) == set(range(cfg.tank.wall_layers))
+    obstacle = scene.position[scene.kind == OBSTACLE]
+    in_boxes = 0
+    for ob in cfg.obstacles:
+        inside = np.all(
+            (obstacle >= np.array(ob.box.min)) & (obstacle <= np.array(ob.box.max)), axis=1
+        )
+        depth = depth_below_faces(obstacle[inside], ob.box.min, ob.box.max)
+        assert depth.min() == pytest.approx(0.5 * DP, abs=tol)
+        outermost = np.isclose(depth, 0.5 * DP, atol=tol).any(axis=0)  # (3, 2): on every face
+        assert outermost.all()
+        in_boxes += int(np.count_nonzero(inside))
+    assert in_boxes == len(obstacle)
+    fluid = scene.position[scene.kind == FLUID]
+    lo, hi = np.array(cfg.tank.box.min), np.array(cfg.tank.box.max)
+    assert np.all(fluid - lo >= 0.5 * DP - tol) and np.all(hi - fluid >= 0.5 * DP - tol)
+    assert (fluid[:, 2] - lo[2]).min() == pytest.approx(0.5 * DP, abs=tol)
+    for ob in cfg.obstacles:
+        gap = np.maximum(np.maximum(np.array(ob.box.min) - fluid, fluid - np.array(ob.box.max)), 0)
+        assert np.linalg.norm(gap, axis=1).min() >= 0.5 * DP - tol
+
+
+def test_mdbc_fluid_and_dbc_have_no_ghosts(mdbc_case: tuple[Config, Scene]) -> None:
+    """Fluid particles have no ghost node; DBC (Crespo et al. 2007) uses none."""
+    cfg, scene = mdbc_case
+    assert not np.any(scene.ghost[scene.kind == FLUID])
+    assert np.all(np.linalg.norm(scene.ghost[scene.kind != FLUID], axis=1) > 0.0)
+    dbc = build_scene(loads_config(MDBC_CASE.format(open_top="true"), overrides=DBC))
+    assert not np.any(dbc.ghost)
+
+
+def test_mdbc_tank_face_particles_mirror_through_their_face(
+    mdbc_case: tuple[Config, Scene],
+) -> None:
+    """A wall particle beyond one face only, in layer k, mirrors straight through that face: its
+    ghost vector is perpendicular to the face, points into the tank and is (2k + 1) dp long, so
+    the ghost node lies (k + 1/2) dp in front of the surface."""
+    cfg, scene = mdbc_case
+    wall = scene.position[scene.kind == WALL]
+    ghost = scene.ghost[scene.kind == WALL]
+    outside = outside_tank(wall, cfg)
+    face = np.count_nonzero(outside > 0, axis=1) == 1
+    assert np.count_nonzero(face) > 0.8 * len(wall)
+    axis = np.argmax(outside[face], axis=1)
+    rows = np.arange(np.count_nonzero(face))
+    normal = np.zeros_like(ghost[face])
+    centre = 0.5 * (np.array(cfg.tank.box.min) + np.array(cfg.tank.box.max))
+    normal[rows, axis] = np.sign(centre - wall[face])[rows, axis]  # into the tank
+    length = np.linalg.norm(ghost[face], axis=1)
+    k = outside[face][rows, axis] / DP - 0.5
+    assert np.allclose(ghost[face], normal * length[:, None], atol=1e-12)
+    assert np.allclose(length, (2 * np.round(k) + 1) * DP, atol=1e-12)
+    assert set(np.round(k).astype(int)) == set(range(cfg.tank.wall_layers))
+
+
+def test_mdbc_tank_edge_and_corner_particles_mirror_diagonally(
+    mdbc_case: tuple[Config, Scene],
+) -> None:
+    """A wall particle beyond two (three) faces mirrors through the edge (corner) point: its ghost
+    vector reaches back across each of those faces by twice its distance beyond it and is zero
+    along the edge. On the edge's or corner's diagonal (as deep beyond each face) the components
+    are equal: the normal along the diagonal, as DualSPHysics treats corners."""
+    cfg, scene = mdbc_case
+    wall = scene.position[scene.kind == WALL]
+    ghost = scene.ghost[scene.kind == WALL]
+    outside = outside_tank(wall, cfg)
+    beyond = outside > 0
+    centre = 0.5 * (np.array(cfg.tank.box.min) + np.array(cfg.tank.box.max))
+    for faces in (2, 3):
+        region = np.count_nonzero(beyond, axis=1) == faces
+        expected = np.where(beyond[region], 2.0 * outside[region], 0.0)
+        expected *= np.sign(centre - wall[region])
+        assert np.allclose(ghost[region], expected, atol=1e-12)
+        depth = np.where(beyond[region], outside[region], np.nan)
+        diagonal = np.nanmax(depth, axis=1) - np.nanmin(depth, axis=1) < 1e-12
+        assert np.count_nonzero(diagonal) > 0
+        magnitude = np.abs(ghost[region][diagonal])
+        components = magnitude[beyond[region][diagonal]].reshape(-1, faces)
+        assert np.allclose(components, components[:, :1], atol=1e-12)
+    corners = np.count_nonzero(beyond, axis=1) == 3
+    if cfg.tank.open_top:  # no lid: corners only at the floor
+        assert np.all(wall[corners, 2] < 0.0)
+    else:
+        assert np.any(wall[corners, 2] > cfg.tank.box.max[2])
+
+
+def test_mdbc_obstacle_particles_mirror_through_the_nearest_surface(
+    mdbc_case: tuple[Config, Scene],
+) -> None:
+    """An obstacle particle strictly nearer one wetted face than any other mirrors straight
+    through it, (2k + 1) dp for layer k; one equally deep below two (three) wetted faces, on an
+    edge's (corner's) diagonal, mirrors diagonally through the edge (corner) with equal
+    components. The floor is no surface of box A (it stands on it): nothing of A is mirrored
+    into the floor, and its bottom layer mirrors sideways or up."""
+    cfg, scene = mdbc_case
+    obstacle = scene.position[scene.kind == OBSTACLE]
+    ghost = scene.ghost[scene.kind == OBSTACLE]
+    seen_diagonal = {2: 0, 3: 0}
+    for i, ob in enumerate(cfg.obstacles):
+        inside = np.all(
+            (obstacle >= np.array(ob.box.min)) & (obstacle <= np.array(ob.box.max)), axis=1
+        )
+        x, g = obstacle[inside], ghost[inside]
+        depth = depth_below_faces(x, ob.box.min, ob.box.max)
+        on_floor = i == 0
+        if on_floor:
+            depth[:, 2, 0] = np.inf  # the floor covers A's bottom: no surface there
+            assert np.all(g[:, 2] >= 0.0)
+            bottom = np.isclose(x[:, 2], 0.5 * DP)
+            assert np.all(g[bottom, 2] == 0.0)
+        nearest = depth.min(axis=2)  # per axis
+        shallowest = nearest.min(axis=1, keepdims=True)
+        mirrored = np.isclose(nearest, shallowest, atol=1e-9)
+        outward = np.where(depth[:, :, 0] <= depth[:, :, 1], -1.0, 1.0)
+        expected = np.where(mirrored, 2.0 * nearest * outward, 0.0)
+        assert np.allclose(g, expected, atol=1e-12)
+        k = shallowest[:, 0] / DP - 0.5
+        assert np.allclose(k, np.round(k), atol=1e-9)
+        single = np.count_nonzero(mirrored, axis=1) == 1
+        length = np.linalg.norm(g[single], axis=1)
+        assert np.allclose(length, (2 * np.round(k[single]) + 1) * DP, atol=1e-12)
+        for n in (2, 3):
+            diagonal = np.count_nonzero(mirrored, axis=1) == n
+            seen_diagonal[n] += int(np.count_nonzero(diagonal))
+            components = np.abs(g[diagonal][mirrored[diagonal]]).reshape(-1, n)
+            assert np.allclose(components, components[:, :1], atol=1e-12)
+    assert seen_diagonal[2] > 0 and seen_diagonal[3] > 0
+
+
+def test_mdbc_ghost_nodes_lie_in_the_fluid_region(mdbc_case: tuple[Config, Scene]) -> None:
+    """Every ghost node lies in the fluid region: at least dp/2 inside the tank's faces (an open
+    top has none: the side walls' top rows, which reach dp/2 above it, mirror sideways) and
+    outside every obstacle box, obstacle ghosts at least dp/2 in front of their own box. The one
+    exception is by construction: the floor particles under box A (which stands on the floor)
+    mirror up into A, where there is no fluid; their ghosts are exactly those inside a box."""
+    cfg, scene = mdbc_case
+    boundary = scene.kind != FLUID
+    x, node = scene.position[boundary], scene.position[boundary] + scene.ghost[boundary]
+    lo, hi = np.array(cfg.tank.box.min), np.array(cfg.tank.box.max)
+    if cfg.tank.open_top:
+        hi[2] = np.inf
+    tol = 1e-12
+    assert np.all(node >= lo + 0.5 * DP - tol) and np.all(node <= hi - 0.5 * DP + tol)
+    in_a_box = np.zeros(len(node), dtype=bool)
+    for ob in cfg.obstacles:
+        bmin, bmax = np.array(ob.box.min), np.array(ob.box.max)
+        in_a_box |= np.all((node > bmin + tol) & (node < bmax - tol), axis=1)
+        own = np.all((x >= bmin) & (x <= bmax), axis=1)
+        gap = np.maximum(np.maximum(bmin - node[own], node[own] - bmax), 0.0)
+        assert np.all(np.linalg.norm(gap, axis=1) >= 0.5 * DP - tol)
+    a = cfg.obstacles[0].box
+    under_a = (x[:, 2] < 0.0) & np.all(
+        (x[:, :2] > np.array(a.min[:2])) & (x[:, :2] < np.array(a.max[:2])), axis=1
+    )
+    assert np.count_nonzero(under_a) == 4 * 4 * cfg.tank.wall_layers
+    assert np.array_equal(in_a_box, under_a)
