@@ -72,7 +72,8 @@ TOOLS = (
     ("compare", "solver.validation.compare", "compare two runs (e.g. GPU against CPU)",
      "Compare two run folders particle by particle and in macroscopic quantities."),
     ("validate", "solver.validation.experiments", "compare a case with experimental data",
-     "Run (or read) a reference case and compare it with experiments."),
+     "Run (or read) a reference case and compare it with experiments; or compare runs of "
+     "spheric_test2 at successive resolutions (--runs)."),
     ("render", "solver.validation.render", "draw PNG frames and a GIF of a run",
      "Render a run's snapshots to PNG frames and an animated GIF, without ParaView."),
     ("bench", "solver.bench", "measure the speed of a whole SPH step",

@@ -19,14 +19,9 @@ from solver.cli import main as dambreak
 from solver.config import Config, load_config
 from solver.particle_kind import ParticleKind
 from solver.snapshot import Snapshot
-from solver.validation.experiments import (
-    DATA_DIR,
-    compare_series,
-    compare_to_table,
-    read_experiment_csv,
-    read_reference_table,
-)
+from solver.validation.experiments import DATA_DIR, compare_to_table, read_reference_table
 from solver.validation.run_folder import write_run_folder
+from solver.validation.spheric import compare_series, read_experiment_csv
 
 REPO = Path(__file__).resolve().parents[1]
 G = 9.81
@@ -261,6 +256,10 @@ def test_spheric_against_an_experiment_file(spheric_run: Path, tmp_path: Path) -
     assert result["P1"]["peak_exp"] == pytest.approx(1000.0, rel=5e-3)  # sampled off-peak
     assert result["P1"]["peak_exp_time"] == pytest.approx(0.515, abs=0.006)
     assert result["P1"]["peak_sim_time"] == pytest.approx(0.5)
+    yardstick = report["yardstick"]  # window means: 50 ms heights, 20 ms pressures
+    assert sorted(yardstick) == ["H1", "H2", "P1"]
+    assert yardstick["H1"]["bias"] == pytest.approx(-0.01, abs=1e-4)  # other sample times
+    assert yardstick["H2"]["rms"] < 1e-3
     assert any("notes" in note for note in report["notes"])
     assert "P1" in (out / "report.md").read_text()
 

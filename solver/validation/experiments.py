@@ -16,12 +16,10 @@ column_collapse (Martin & Moyce 1952, n^2 = 2; Koshizuka & Oka 1996; cases.md, s
     is at most 0.15 over the whole table, 1 otherwise.
 
 spheric_test2 (Kleefsman et al. 2005; cases.md, section 2)
-    Water heights H1..H4 (metres above the tank floor) and pressures P1..P8 (Pa) from the run's
-    probes.csv, plotted and written as one CSV. With --experiment FILE (a CSV with a column t
-    and any of H1..H4, P1..P8 in SI units) the measurement is overlaid and, for every series in
-    both, the RMS error (simulation interpolated onto the measurement's times where both
-    exist), and the peak value and its time of each are reported. There is no pass threshold:
-    the exit status is 0 unless something cannot be read (2).
+    One run's water heights and pressures against a measurement (`spheric.validate_spheric`),
+    or, with --runs, runs at successive resolutions against each other and the measurement
+    (`convergence.validate_convergence`). The yardstick: `spheric_metrics`. There is no pass
+    threshold: the exit status is 0 unless something cannot be read (2).
 
 Exit status 2 for anything that cannot be validated: an unreadable run, a malformed experiment
 file, a run without the data needed.
@@ -30,8 +28,6 @@ file, a run without the data needed.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import math
 import sys
 from dataclasses import dataclass, field
@@ -40,7 +36,6 @@ from typing import Any
 
 import numpy as np
 
-from solver.output.files import atomic_write_text
 from solver.validation.metrics import (
     DEFAULT_FRONT_BAND_DP,
     DEFAULT_FRONT_PERCENTILE,
@@ -48,25 +43,20 @@ from solver.validation.metrics import (
     fluid_mask,
     front_position,
 )
-from solver.validation.plots import fmt, markdown_table, write_json
+from solver.validation.plots import fmt, markdown_table, write_json, write_report_md
 from solver.validation.run_folder import RunFolder, RunFolderError
 
 __all__ = [
     "CASES",
     "DATA_DIR",
     "MARTIN_MOYCE_THRESHOLD",
-    "SPHERIC_SERIES",
-    "ExperimentFileError",
     "ValidationError",
     "add_arguments",
     "column_collapse_series",
-    "compare_series",
     "compare_to_table",
     "main",
-    "read_experiment_csv",
     "read_reference_table",
     "validate_column_collapse",
-    "validate_spheric",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -85,17 +75,9 @@ MARTIN_MOYCE_THRESHOLD = 0.15
 #: Gate-release offsets searched, in T = t sqrt(2 g / a) units: 0 to 0.3 by 0.005.
 OFFSET_GRID_T = np.round(np.arange(0.0, 0.3 + 1e-12, 0.005), 6)
 
-SPHERIC_SERIES: tuple[str, ...] = tuple(f"H{i}" for i in range(1, 5)) + tuple(
-    f"P{i}" for i in range(1, 9)
-)
-
 
 class ValidationError(Exception):
     """The run cannot be validated (missing data, wrong case); the message says why."""
-
-
-class ExperimentFileError(ValidationError):
-    """An experiment file is malformed; the message names the file and the problem."""
 
 
 # ------------------------------------------------------------------------------ tables
@@ -264,16 +246,6 @@ def column_collapse_series(
             series.gauge_t = t_probe
             series.gauge_height = probes[name] - floor
     return series
-
-
-def _write_report_md(
-    out_dir: Path, lines: list[str], notes: list[str], figures: list[Path]
-) -> None:
-    """report.md: the body `lines`, then the notes (if any) and the figures."""
-    if notes:
-        lines = lines + ["", "## Notes", ""] + [f"- {note}" for note in notes]
-    lines = lines + ["", "## Figures", ""] + [f"![{f.stem}]({f.name})" for f in figures]
-    atomic_write_text(out_dir / "report.md", "\n".join(lines) + "\n")
 
 
 _TABLE_COLUMNS = [
@@ -471,7 +443,7 @@ def validate_column_collapse(
         "Data: validation/data/ (sources in each file's header).",
     ]
     notes = series.notes
-    _write_report_md(out_dir, lines, notes, figures)
+    write_report_md(out_dir, lines, notes, figures)
     write_json(
         out_dir / "report.json",
         {
@@ -516,302 +488,6 @@ def validate_column_collapse(
     return 0 if passed else 1
 
 
-# ------------------------------------------------------------------------------ SPHERIC test 2
-
-
-def _number(text: str) -> float:
-    """A CSV cell as a float; an empty cell or 'nan' is NaN (a missing measurement)."""
-    text = text.strip()
-    if text == "" or text.lower() == "nan":
-        return math.nan
-    return float(text)
-
-
-def read_experiment_csv(path: str | Path) -> tuple[np.ndarray, dict[str, np.ndarray], list[str]]:
-    """Read a measured time series file: a column t [s] and any of H1..H4 [m], P1..P8 [Pa].
-
-    Lines starting with '#' are comments; the first other line is the header. Cells are
-    separated by commas (or semicolons, tabs, spaces, if the header uses those). Column names
-    match case-insensitively; "time" is accepted for t. An empty cell (or nan) is a missing
-    value. Returns t, the known series by name, and the names of ignored columns. Raises
-    ExperimentFileError naming the file and the problem.
-    """
-    file = Path(path)
-
-    def fail(problem: str) -> ExperimentFileError:
-        return ExperimentFileError(f"experiment file {file}: {problem}")
-
-    if not file.is_file():
-        raise fail("no such file")
-    try:
-        text = file.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise fail(f"cannot read it: {exc}") from None
-    numbered = [
-        (number, line)
-        for number, line in enumerate(text.splitlines(), start=1)
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
-    if not numbered:
-        raise fail("it is empty (no header line)")
-    header_line = numbered[0][1]
-    delimiter = next((d for d in (",", ";", "\t") if d in header_line), None)
-
-    def split(line: str) -> list[str]:
-        if delimiter is None:
-            return line.split()
-        return next(csv.reader(io.StringIO(line), delimiter=delimiter))
-
-    header = [name.strip() for name in split(header_line)]
-    canonical = {name.lower(): name for name in SPHERIC_SERIES}
-    canonical.update({"t": "t", "time": "t"})
-    columns: dict[str, int] = {}
-    ignored: list[str] = []
-    for k, name in enumerate(header):
-        key = canonical.get(name.lower())
-        if key is None:
-            ignored.append(name)
-            continue
-        if key in columns:
-            raise fail(f"column {key} appears twice in the header")
-        columns[key] = k
-    if "t" not in columns:
-        raise fail(f"no column 't' (time in seconds) in the header {header}")
-    if len(columns) == 1:
-        raise fail(f"no column among {', '.join(SPHERIC_SERIES)} in the header {header}")
-    rows = []
-    for number, line in numbered[1:]:
-        cells = split(line)
-        if len(cells) != len(header):
-            raise fail(f"line {number}: {len(cells)} fields, the header has {len(header)}")
-        row = []
-        for name, k in columns.items():
-            try:
-                row.append(_number(cells[k]))
-            except ValueError:
-                raise fail(f"line {number}, column {name}: {cells[k]!r} is not a number") from None
-        rows.append((number, row))
-    if len(rows) < 2:
-        raise fail(f"{len(rows)} data row(s); at least 2 are needed")
-    table = np.array([row for _, row in rows], dtype=np.float64)
-    names = list(columns)
-    t = table[:, names.index("t")]
-    for (number, _), value in zip(rows, t, strict=True):
-        if not math.isfinite(value):
-            raise fail(f"line {number}: t is missing or not finite")
-    steps = np.diff(t)
-    if np.any(steps <= 0.0):
-        bad = int(np.flatnonzero(steps <= 0.0)[0]) + 1
-        raise fail(
-            f"line {rows[bad][0]}: t = {t[bad]:g} does not increase (previous "
-            f"{t[bad - 1]:g}); times must be strictly increasing"
-        )
-    series = {name: table[:, k] for k, name in enumerate(names) if name != "t"}
-    for name in list(series):
-        if not np.any(np.isfinite(series[name])):
-            ignored.append(f"{name} (no values)")
-            del series[name]
-    if not series:
-        raise fail("every measured column is empty")
-    return t, series, ignored
-
-
-def compare_series(
-    t_sim: np.ndarray, y_sim: np.ndarray, t_exp: np.ndarray, y_exp: np.ndarray
-) -> dict[str, Any]:
-    """RMS error and peaks of a simulated series against a measured one.
-
-    Over the times both cover: the simulation is interpolated onto the measurement's times
-    (missing measured values skipped); RMS of the difference, the same over the measured
-    range, and each series' peak (largest value) and the time of that peak.
-    """
-    t_sim, y_sim = np.asarray(t_sim, np.float64), np.asarray(y_sim, np.float64)
-    good = np.isfinite(y_exp)
-    t_exp, y_exp = np.asarray(t_exp, np.float64)[good], np.asarray(y_exp, np.float64)[good]
-    start, end = max(t_sim[0], t_exp[0]), min(t_sim[-1], t_exp[-1])
-    window_exp = (t_exp >= start) & (t_exp <= end)
-    window_sim = (t_sim >= start) & (t_sim <= end)
-    result: dict[str, Any] = {
-        "window_s": [float(start), float(end)] if end >= start else None,
-        "points": int(np.count_nonzero(window_exp)),
-        "rms_error": None,
-        "normalised_rms_error": None,
-        "peak_sim": None,
-        "peak_sim_time": None,
-        "peak_exp": None,
-        "peak_exp_time": None,
-    }
-    if end < start or not np.any(window_exp) or not np.any(window_sim):
-        return result
-    te, ye = t_exp[window_exp], y_exp[window_exp]
-    diff = np.interp(te, t_sim, y_sim) - ye
-    rms = float(np.sqrt(np.mean(diff * diff)))
-    span = float(np.ptp(ye))
-    ts, ys = t_sim[window_sim], y_sim[window_sim]
-    i, j = int(np.argmax(ys)), int(np.argmax(ye))
-    result.update(
-        rms_error=rms,
-        normalised_rms_error=rms / span if span > 0.0 else None,
-        peak_sim=float(ys[i]),
-        peak_sim_time=float(ts[i]),
-        peak_exp=float(ye[j]),
-        peak_exp_time=float(te[j]),
-    )
-    return result
-
-
-def _spheric_plot(
-    names: list[str],
-    unit: str,
-    t: np.ndarray,
-    sim: dict[str, np.ndarray],
-    experiment: tuple[np.ndarray, dict[str, np.ndarray]] | None,
-    path: Path,
-) -> Path:
-    """A grid of time series (simulation, and the measurement where given)."""
-    from solver.validation.plots import pyplot, save_figure
-
-    plt = pyplot()
-    cols = 2
-    rows = math.ceil(len(names) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(9, 2.3 * rows + 0.6), squeeze=False, sharex=True)
-    for ax, name in zip(axes.flat, names, strict=False):
-        ax.plot(t, sim[name], lw=1, label="simulation")
-        if experiment is not None and name in experiment[1]:
-            ax.plot(
-                experiment[0], experiment[1][name], lw=1, color="k", alpha=0.7, label="experiment"
-            )
-        ax.set_title(name, fontsize=9)
-        ax.set_ylabel(unit, fontsize=8)
-        ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(names) :]:
-        ax.axis("off")
-    axes.flat[0].legend(fontsize=7)
-    fig.supxlabel("t [s]")
-    return save_figure(fig, path)
-
-
-def validate_spheric(run: RunFolder, out_dir: Path, experiment_file: Path | None) -> int:
-    """Time series of SPHERIC test 2's gauges and sensors, against a measurement if given."""
-
-    if not run.has_probes:
-        raise ValidationError(f"{run.path}: the run has no probes.csv (H1..H4, P1..P8)")
-    t, probes = run.probes()
-    if t.size < 2:
-        raise ValidationError(f"{run.path}/probes.csv: fewer than 2 samples")
-    floor = run.config.tank.box.min[2]
-    sim = {}
-    for name in SPHERIC_SERIES:
-        if name in probes:
-            sim[name] = probes[name] - floor if name.startswith("H") else probes[name]
-    if not sim:
-        raise ValidationError(f"{run.path}/probes.csv: none of {', '.join(SPHERIC_SERIES)}")
-    experiment = None
-    ignored: list[str] = []
-    if experiment_file is not None:
-        t_exp, measured, ignored = read_experiment_csv(experiment_file)
-        experiment = (t_exp, measured)
-
-    heights = [n for n in sim if n.startswith("H")]
-    pressures = [n for n in sim if n.startswith("P")]
-    figures = []
-    if heights:
-        figures.append(
-            _spheric_plot(heights, "water height [m]", t, sim, experiment, out_dir / "heights.png")
-        )
-    if pressures:
-        figures.append(
-            _spheric_plot(pressures, "pressure [Pa]", t, sim, experiment, out_dir / "pressures.png")
-        )
-    csv_lines = [",".join(["t", *sim])] + [
-        ",".join([repr(float(t[k]))] + [repr(float(sim[n][k])) for n in sim]) for k in range(t.size)
-    ]
-    atomic_write_text(out_dir / "spheric_series.csv", "\n".join(csv_lines) + "\n")
-
-    results: dict[str, dict[str, Any]] = {}
-    notes = []
-    if experiment is not None:
-        for name in SPHERIC_SERIES:
-            if name in sim and name in experiment[1]:
-                results[name] = compare_series(t, sim[name], experiment[0], experiment[1][name])
-        only_exp = [n for n in experiment[1] if n not in sim]
-        only_sim = [n for n in sim if n not in experiment[1]]
-        if only_exp:
-            notes.append(f"measured but not in the run: {', '.join(only_exp)}")
-        if only_sim:
-            notes.append(f"in the run but not measured: {', '.join(only_sim)}")
-        if ignored:
-            notes.append(f"columns ignored in the experiment file: {', '.join(ignored)}")
-        if not results:
-            notes.append("no series is both measured and simulated; nothing compared")
-
-    lines = [
-        "# Validation: SPHERIC benchmark test 2 (dam break on a box)",
-        "",
-        f"Run `{run.path}` (case {run.config.name!r}), probes sampled {t.size} times from "
-        f"{t[0]:g} s to {t[-1]:g} s. Heights are water heights above the tank floor [m], "
-        "pressures in Pa. The series are in spheric_series.csv.",
-        "",
-    ]
-    if experiment is None:
-        lines.append("No measurement given (--experiment FILE): the series are plotted alone.")
-    else:
-        lines += [
-            f"Measurement: `{experiment_file}`. RMS error of the simulation (interpolated onto "
-            "the measured times) over the time both cover; normalised RMS = RMS / measured "
-            "range; peaks are the largest values in that window.",
-            "",
-            markdown_table(
-                [
-                    "series",
-                    "points",
-                    "RMS error",
-                    "normalised RMS",
-                    "peak sim",
-                    "at t [s]",
-                    "peak exp",
-                    "at t [s]",
-                ],
-                [
-                    [
-                        name,
-                        r["points"],
-                        r["rms_error"],
-                        r["normalised_rms_error"],
-                        r["peak_sim"],
-                        r["peak_sim_time"],
-                        r["peak_exp"],
-                        r["peak_exp_time"],
-                    ]
-                    for name, r in results.items()
-                ],
-            ),
-        ]
-    _write_report_md(out_dir, lines, notes, figures)
-    write_json(
-        out_dir / "report.json",
-        {
-            "case": "spheric_test2",
-            "run": str(run.path),
-            "experiment": str(experiment_file) if experiment_file else None,
-            "series": list(sim),
-            "comparison": results,
-            "notes": notes,
-            "figures": [f.name for f in figures],
-        },
-    )
-    print(f"spheric_test2: {len(sim)} series ({', '.join(sim)}), {t.size} samples")
-    for name, r in results.items():
-        print(
-            f"  {name:<3} RMS error {fmt(r['rms_error'], 3):>8}  peak sim "
-            f"{fmt(r['peak_sim'], 4)} at {fmt(r['peak_sim_time'], 3)} s, exp "
-            f"{fmt(r['peak_exp'], 4)} at {fmt(r['peak_exp_time'], 3)} s"
-        )
-    for note in notes:
-        print(f"  note: {note}")
-    return 0
-
-
 # ------------------------------------------------------------------------------ command
 
 
@@ -822,17 +498,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "case", metavar="CASE", choices=CASES, help=f"reference case: {', '.join(CASES)}"
     )
-    parser.add_argument(
+    runs = parser.add_mutually_exclusive_group()
+    runs.add_argument(
         "--run",
         help="an existing run folder of the case (default: run "
         "configs/CASE.toml now, into outputs/CASE/)",
+    )
+    runs.add_argument(
+        "--runs",
+        nargs="+",
+        metavar="RUN",
+        help="spheric_test2 convergence study: 2 or more run folders of the case at successive "
+        "resolutions, coarse to fine (needs --out)",
     )
     parser.add_argument(
         "--experiment",
         metavar="FILE",
         help="spheric_test2: measured series, CSV with t and any of H1..H4, P1..P8 (SI units)",
     )
-    parser.add_argument("--out", help="report folder (default <run>/validation)")
+    parser.add_argument(
+        "--out", help="report folder (default <run>/validation; required with --runs)"
+    )
     parser.add_argument(
         "--backend",
         choices=BACKEND_CHOICES,
@@ -864,7 +550,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="overwrite an earlier run in outputs/CASE/ when running the case",
+        help="overwrite an earlier run in outputs/CASE/ when running the case; with --runs, "
+        "write into a non-empty --out",
     )
 
 
@@ -880,6 +567,33 @@ def _run_case(args: argparse.Namespace) -> Path:
     return out_dir
 
 
+def _convergence(args: argparse.Namespace) -> int:
+    """`dambreak validate spheric_test2 --runs RUN1 RUN2 ... --out DIR`; 0 done, 2 bad input."""
+    from solver.validation.convergence import validate_convergence
+
+    problem = None
+    if args.case != "spheric_test2":
+        problem = f"--runs is for spheric_test2, not {args.case}"
+    elif len(args.runs) < 2:
+        problem = "--runs needs at least 2 run folders (coarse to fine)"
+    elif not args.out:
+        problem = "--runs needs --out DIR, the folder for the report"
+    if problem:
+        print(f"dambreak validate: {problem}", file=sys.stderr)
+        return 2
+    if args.overrides or args.threads is not None:
+        print("note: --set and --threads apply only when running the case", file=sys.stderr)
+    out_dir = Path(args.out)
+    experiment = Path(args.experiment) if args.experiment else None
+    try:
+        validate_convergence([Path(r) for r in args.runs], out_dir, experiment, force=args.force)
+    except (RunFolderError, ValidationError) as exc:
+        print(f"dambreak validate: {exc}", file=sys.stderr)
+        return 2
+    print(f"report: {out_dir / 'report.md'}")
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
     """Run `dambreak validate`; 0 pass, 1 fail (column_collapse), 2 cannot validate."""
     from solver.config import ConfigError
@@ -892,6 +606,8 @@ def main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.runs is not None:
+        return _convergence(args)
     if args.run and (args.overrides or args.force or args.threads is not None):
         print(
             "note: --set, --threads and --force apply only when running the case; "
@@ -919,6 +635,8 @@ def main(args: argparse.Namespace) -> int:
                 front_band_dp=args.front_band_dp,
             )
         else:
+            from solver.validation.spheric import validate_spheric
+
             experiment = Path(args.experiment) if args.experiment else None
             status = validate_spheric(run, out_dir, experiment)
     except OutputExistsError as exc:

@@ -24,6 +24,7 @@ __all__ = [
     "pyplot",
     "save_figure",
     "write_json",
+    "write_report_md",
 ]
 
 
@@ -103,3 +104,11 @@ def write_json(path: Path, data: Any) -> None:
     """Write `data` (through `json_ready`) as indented, strict JSON, atomically."""
     text = json.dumps(json_ready(data), indent=2, allow_nan=False) + "\n"
     atomic_write_text(path, text)
+
+
+def write_report_md(out_dir: Path, lines: list[str], notes: list[str], figures: list[Path]) -> None:
+    """report.md in `out_dir`: the body `lines`, then the notes (if any) and the figures."""
+    if notes:
+        lines = lines + ["", "## Notes", ""] + [f"- {note}" for note in notes]
+    lines = lines + ["", "## Figures", ""] + [f"![{f.stem}]({f.name})" for f in figures]
+    atomic_write_text(out_dir / "report.md", "\n".join(lines) + "\n")

@@ -1,0 +1,256 @@
+"""`dambreak validate spheric_test2 --runs RUN1 RUN2 [RUN3 ...] --out DIR`: a convergence study.
+
+The runs are the same case at successive resolutions, coarse to fine (dp, read from each run's
+config.toml, must decrease). The report (report.md, report.json, heights.png, pressures.png in
+DIR) gives:
+
+- the runs: dp, particle counts (fluid and total), steps, wall time, particle-steps per second
+  and removed particles by reason, from each run's summary.json ("-" for a run without one);
+- for every series, the RMS of the difference between the window means of successive runs
+  (`spheric_metrics.window_rms_difference`: 50 ms for heights, 20 ms for pressures, over the
+  span both cover), and whether it shrinks from pair to pair;
+- with --experiment FILE, the yardstick of `spheric_metrics` for every run side by side.
+
+Everything is checked before anything is written: a folder that is not a run or has no SPHERIC
+series, runs of different cases, different probe names or dp not decreasing, a malformed
+experiment file, and a report folder that already holds files (unless force) are refused with
+a ValidationError or RunFolderError naming the folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from solver.validation.experiments import ValidationError
+from solver.validation.plots import fmt, markdown_table, write_json, write_report_md
+from solver.validation.run_folder import RunFolder
+from solver.validation.spheric import (
+    YARDSTICK_TEXT,
+    SphericRun,
+    experiment_notes,
+    read_experiment_csv,
+    spheric_figures,
+    spheric_series,
+    yardstick_tables,
+    yardsticks,
+)
+from solver.validation.spheric_metrics import window_rms_difference
+
+__all__ = ["open_runs", "run_rows", "successive_differences", "validate_convergence"]
+
+
+def open_runs(paths: Sequence[Path]) -> list[SphericRun]:
+    """Open the run folders and read their SPHERIC series, checking that they are one case with
+    the same series, coarse to fine; ValidationError (or RunFolderError) naming the folder."""
+    runs = [spheric_series(RunFolder.open(path)) for path in paths]
+    first = runs[0]
+    for previous, data in zip(runs, runs[1:], strict=False):
+        path, case = data.run.path, data.run.config.name
+        if case != first.run.config.name:
+            raise ValidationError(
+                f"{path}: case {case!r}, but {first.run.path} is case "
+                f"{first.run.config.name!r}; a convergence study needs runs of one case"
+            )
+        if set(data.series) != set(first.series):
+            missing = [n for n in first.series if n not in data.series]
+            extra = [n for n in data.series if n not in first.series]
+            raise ValidationError(
+                f"{path}: its probes differ from those of {first.run.path} (missing: "
+                f"{', '.join(missing) or 'none'}; extra: {', '.join(extra) or 'none'})"
+            )
+        if not data.run.config.dp < previous.run.config.dp:
+            raise ValidationError(
+                f"{path}: dp = {data.run.config.dp:g} m is not smaller than "
+                f"dp = {previous.run.config.dp:g} m of {previous.run.path}; give the runs "
+                "coarse to fine"
+            )
+    return runs
+
+
+def _check_out_dir(out_dir: Path, force: bool) -> None:
+    """Refuse a report folder that is a file, or holds files already (unless `force`)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValidationError(f"{out_dir}: exists and is not a folder")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not force:
+        raise ValidationError(
+            f"report folder {out_dir} is not empty; pass --force to write into it"
+        )
+
+
+def _labels(runs: Sequence[SphericRun]) -> list[str]:
+    """The runs' labels in the tables: #1 (coarsest), #2, ..."""
+    return [f"#{k}" for k in range(1, len(runs) + 1)]
+
+
+_RUN_COLUMNS = {
+    "dp": "dp [m]",
+    "fluid_particles": "fluid particles",
+    "particles": "all particles",
+    "steps": "steps",
+    "probe_end_time": "probes end [s]",
+    "wall_time_s": "wall time [s]",
+    "particle_steps_per_second": "particle-steps/s",
+}
+"""Facts of a run shown in the table of runs (key in report.json: column header)."""
+
+
+def run_rows(runs: Sequence[SphericRun]) -> tuple[list[str], list[list[Any]], list[dict]]:
+    """The table of the runs (headers, rows) and the same facts for report.json."""
+    reasons = list(
+        dict.fromkeys(r for data in runs for r in data.run.summary.get("removed_by_reason", {}))
+    )
+    headers = (
+        ["run", "folder"]
+        + list(_RUN_COLUMNS.values())
+        + [f"removed: {reason}" for reason in reasons]
+    )
+    rows, facts = [], []
+    for label, data in zip(_labels(runs), runs, strict=True):
+        summary = data.run.summary
+        particles = summary.get("particles", {})
+        removed = summary.get("removed_by_reason")
+        fact = {
+            "label": label,
+            "run": str(data.run.path),
+            "dp": data.run.config.dp,
+            "fluid_particles": particles.get("fluid"),
+            "particles": particles.get("total"),
+            "steps": summary.get("steps"),
+            "probe_end_time": float(data.t[-1]),
+            "wall_time_s": summary.get("wall_time_s"),
+            "particle_steps_per_second": summary.get("particle_steps_per_second"),
+            "removed_by_reason": removed,
+        }
+        facts.append(fact)
+        rows.append(
+            [label, f"`{data.run.path}`"]
+            + [fact[key] for key in _RUN_COLUMNS]
+            + [removed.get(reason) if removed is not None else None for reason in reasons]
+        )
+    return headers, rows, facts
+
+
+def successive_differences(runs: Sequence[SphericRun]) -> dict[str, dict[str, Any]]:
+    """For every series, the window-mean RMS difference of each pair of successive runs
+    (`pairs`), the ratio of each to the one before (`ratios`) and whether every one is smaller
+    than the one before (`shrinking`; None with fewer than 2 pairs or a pair undefined)."""
+    labels = _labels(runs)
+    result = {}
+    for name in runs[0].series:
+        pairs = []
+        for k in range(len(runs) - 1):
+            coarse, fine = runs[k], runs[k + 1]
+            difference = window_rms_difference(
+                name, coarse.t, coarse.series[name], fine.t, fine.series[name]
+            )
+            pairs.append({"coarse": labels[k], "fine": labels[k + 1]} | difference)
+        rms = [pair["rms"] for pair in pairs]
+        defined = all(value is not None for value in rms)
+        ratios = [
+            b / a if defined and a > 0.0 else None for a, b in zip(rms, rms[1:], strict=False)
+        ]
+        shrinking = all(b < a for a, b in zip(rms, rms[1:], strict=False)) if defined else None
+        result[name] = {
+            "pairs": pairs,
+            "ratios": ratios,
+            "shrinking": shrinking if len(pairs) > 1 else None,
+        }
+    return result
+
+
+def validate_convergence(
+    paths: Sequence[Path], out_dir: Path, experiment_file: Path | None, *, force: bool = False
+) -> None:
+    """Write the convergence report of the runs at `paths` (coarse to fine) into `out_dir`
+    (module doc); nothing is written when an input is refused."""
+    runs = open_runs(paths)
+    experiment = None
+    notes: list[str] = []
+    if experiment_file is not None:
+        t_exp, measured, ignored = read_experiment_csv(experiment_file)
+        experiment = (t_exp, measured)
+        notes = experiment_notes(list(runs[0].series), list(measured), ignored)
+    _check_out_dir(out_dir, force)
+    if runs[0].run.config.name != "spheric_test2":
+        notes.append(f"the runs' case is {runs[0].run.config.name!r}, read as spheric_test2")
+    notes += [f"{d.run.path}: no summary.json (unfinished run?)" for d in runs if not d.run.summary]
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    labels = _labels(runs)
+    figures = spheric_figures(
+        [(f"{label} dp={d.run.config.dp:g}", d) for label, d in zip(labels, runs, strict=True)],
+        experiment,
+        out_dir,
+    )
+    headers, rows, facts = run_rows(runs)
+    differences = successive_differences(runs)
+    pair_names = [f"{labels[k]} vs {labels[k + 1]}" for k in range(len(runs) - 1)]
+    difference_rows = [
+        [name, "m" if name.startswith("H") else "Pa", entry["pairs"][0]["window_s"] * 1000]
+        + [pair["rms"] for pair in entry["pairs"]]
+        + (
+            [", ".join(fmt(r, 3) for r in entry["ratios"]), entry["shrinking"]]
+            if len(runs) > 2
+            else []
+        )
+        for name, entry in differences.items()
+    ]
+    lines = [
+        "# Convergence: SPHERIC benchmark test 2 (dam break on a box)",
+        "",
+        f"{len(runs)} runs of case {runs[0].run.config.name!r}, coarse to fine.",
+        "",
+        markdown_table(headers, rows),
+        "",
+        "## Differences between successive resolutions",
+        "",
+        "RMS of the difference between the window means of two successive runs (50 ms windows "
+        "for heights, 20 ms for pressures, edges at multiples of the width from t = 0) over the "
+        "span both cover. Converging runs give differences that shrink from pair to pair.",
+        "",
+        markdown_table(
+            ["series", "unit", "window [ms]"]
+            + [f"RMS {p}" for p in pair_names]
+            + (["ratios", "shrinks"] if len(runs) > 2 else []),
+            difference_rows,
+        ),
+    ]
+    by_run: list[tuple[str, dict[str, dict[str, Any]]]] = []
+    if experiment is not None:
+        by_run = [
+            (label, yardsticks(d.t, d.series, *experiment))
+            for label, d in zip(labels, runs, strict=True)
+        ]
+        lines += [
+            "",
+            "## Yardstick against the measurement",
+            "",
+            f"Measurement: `{experiment_file}`. {YARDSTICK_TEXT}",
+            *yardstick_tables(by_run),
+        ]
+    write_report_md(out_dir, lines, notes, figures)
+    write_json(
+        out_dir / "report.json",
+        {
+            "case": "spheric_test2",
+            "mode": "convergence",
+            "runs": facts,
+            "experiment": str(experiment_file) if experiment_file else None,
+            "series": list(runs[0].series),
+            "successive_differences": differences,
+            "yardstick": dict(by_run),
+            "notes": notes,
+            "figures": [f.name for f in figures],
+        },
+    )
+    print(
+        f"spheric_test2 convergence: {len(runs)} runs, dp "
+        + ", ".join(f"{f['dp']:g}" for f in facts)
+    )
+    for name, entry in differences.items():
+        values = "  ".join(fmt(pair["rms"], 3) for pair in entry["pairs"])
+        print(f"  {name:<7} RMS of successive differences: {values}")
+    for note in notes:
+        print(f"  note: {note}")

@@ -1,0 +1,227 @@
+"""The yardstick of SPHERIC test 2 comparisons: series averaged over fixed time windows.
+
+Probe and measured series are sampled at different rates and impacts last a few milliseconds,
+so point-by-point differences mostly measure phase noise. The yardstick compares window means
+instead: both series are cut to the time span they share, averaged over consecutive windows
+whose edges lie at multiples of the width from t = 0 (window k is [k w, (k + 1) w); a sample
+within 1e-9 w of an edge belongs to the window that starts there), and a window counts only
+when both series have finite samples in it. Window widths: 50 ms for water heights, 20 ms for
+pressures. A window's time is its centre.
+
+Heights (`height_metrics`): RMS and mean (bias, a - b) of the difference of window means, over
+the whole common span and over the windows within the first 2 s.
+
+Pressures (`pressure_metrics`): RMS of the difference; the peak of each series' window means
+and its time, with the ratio a / b of the peaks and the time difference a - b; the mean of the
+window means within 1 to 3 s of each and their ratio; the minimum window mean of each (a
+negative one is the tension artefact of weakly compressible SPH at impacts).
+
+`a` is the simulation and `b` the measurement in a validation; in a convergence study `a` is
+the coarser run and `b` the next finer one (`window_rms_difference`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "EARLY_END_S",
+    "HEIGHT_WINDOW_S",
+    "LEVEL_SPAN_S",
+    "PRESSURE_WINDOW_S",
+    "WindowPairs",
+    "height_metrics",
+    "paired_window_means",
+    "pressure_metrics",
+    "window_means",
+    "window_rms_difference",
+    "window_width",
+    "yardstick",
+]
+
+#: Window width for water heights [s].
+HEIGHT_WINDOW_S = 0.05
+#: Window width for pressures [s].
+PRESSURE_WINDOW_S = 0.02
+#: Height metrics are also given over the windows within [0, EARLY_END_S] [s].
+EARLY_END_S = 2.0
+#: Pressure level: the mean of the window means within this span [s].
+LEVEL_SPAN_S = (1.0, 3.0)
+
+#: Tolerance on window edges, as a fraction of the width (samples at 0.15 s are in [0.15, 0.2)).
+_EDGE_TOLERANCE = 1e-9
+
+
+def window_width(name: str) -> float:
+    """The window width of a series by its name: heights (H...) 50 ms, pressures (P...) 20 ms."""
+    return HEIGHT_WINDOW_S if name.startswith("H") else PRESSURE_WINDOW_S
+
+
+def window_means(t: np.ndarray, y: np.ndarray, width: float) -> tuple[np.ndarray, np.ndarray]:
+    """Means of `y` over the windows [k width, (k + 1) width) that hold finite samples.
+
+    Returns the window numbers k (ascending) and the mean of each; non-finite samples are left
+    out.
+    """
+    t = np.asarray(t, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    good = np.isfinite(t) & np.isfinite(y)
+    index = np.floor(t[good] / width + _EDGE_TOLERANCE).astype(np.int64)
+    windows, which = np.unique(index, return_inverse=True)
+    sums = np.bincount(which, weights=y[good], minlength=windows.size)
+    counts = np.bincount(which, minlength=windows.size)
+    return windows, sums / np.maximum(counts, 1)
+
+
+@dataclass(frozen=True)
+class WindowPairs:
+    """Window means of two series over the windows both have samples in."""
+
+    width: float
+    span: tuple[float, float] | None
+    """The common time span [s] the samples were cut to (None if the series do not overlap)."""
+    index: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+
+    @property
+    def times(self) -> np.ndarray:
+        """The windows' centres [s]."""
+        return (self.index + 0.5) * self.width
+
+    def within(self, start: float, end: float) -> WindowPairs:
+        """The windows lying wholly inside [start, end]."""
+        tol = _EDGE_TOLERANCE * self.width
+        keep = (self.index * self.width >= start - tol) & (
+            (self.index + 1) * self.width <= end + tol
+        )
+        return WindowPairs(self.width, self.span, self.index[keep], self.a[keep], self.b[keep])
+
+    def rms(self) -> float | None:
+        """RMS of a - b over the windows; None without windows."""
+        if not self.index.size:
+            return None
+        diff = self.a - self.b
+        return float(np.sqrt(np.mean(diff * diff)))
+
+    def bias(self) -> float | None:
+        """Mean of a - b over the windows; None without windows."""
+        return float(np.mean(self.a - self.b)) if self.index.size else None
+
+
+def _finite_span(t: np.ndarray, y: np.ndarray) -> tuple[float, float] | None:
+    """First and last time with a finite value, or None if there is none."""
+    good = np.isfinite(t) & np.isfinite(y)
+    return (float(t[good][0]), float(t[good][-1])) if np.any(good) else None
+
+
+def paired_window_means(
+    t_a: np.ndarray, y_a: np.ndarray, t_b: np.ndarray, y_b: np.ndarray, width: float
+) -> WindowPairs:
+    """Window means of a and b over their common time span, in the windows both have samples
+    in (module doc)."""
+    t_a, y_a = np.asarray(t_a, np.float64), np.asarray(y_a, np.float64)
+    t_b, y_b = np.asarray(t_b, np.float64), np.asarray(y_b, np.float64)
+    span_a, span_b = _finite_span(t_a, y_a), _finite_span(t_b, y_b)
+    empty = np.zeros(0)
+    if span_a is None or span_b is None:
+        return WindowPairs(width, None, empty.astype(np.int64), empty, empty)
+    start, end = max(span_a[0], span_b[0]), min(span_a[1], span_b[1])
+    if end < start:
+        return WindowPairs(width, None, empty.astype(np.int64), empty, empty)
+    in_a = (t_a >= start) & (t_a <= end)
+    in_b = (t_b >= start) & (t_b <= end)
+    k_a, mean_a = window_means(t_a[in_a], y_a[in_a], width)
+    k_b, mean_b = window_means(t_b[in_b], y_b[in_b], width)
+    index, at_a, at_b = np.intersect1d(k_a, k_b, assume_unique=True, return_indices=True)
+    return WindowPairs(width, (start, end), index, mean_a[at_a], mean_b[at_b])
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    """a / b, None when either is undefined or b is 0."""
+    if a is None or b is None or b == 0.0:
+        return None
+    return a / b
+
+
+def _common(pairs: WindowPairs) -> dict[str, Any]:
+    """What every comparison reports: the width, the common span and the windows counted."""
+    return {
+        "window_s": pairs.width,
+        "span_s": list(pairs.span) if pairs.span is not None else None,
+        "windows": int(pairs.index.size),
+        "rms": pairs.rms(),
+    }
+
+
+def height_metrics(
+    t_sim: np.ndarray, y_sim: np.ndarray, t_exp: np.ndarray, y_exp: np.ndarray
+) -> dict[str, Any]:
+    """Water-height yardstick [m]: RMS and bias (sim - exp) of the 50 ms window means, over
+    the whole common span and (`first_2s`) over the windows within the first 2 s."""
+    pairs = paired_window_means(t_sim, y_sim, t_exp, y_exp, HEIGHT_WINDOW_S)
+    early = pairs.within(0.0, EARLY_END_S)
+    return _common(pairs) | {
+        "bias": pairs.bias(),
+        "first_2s": {"windows": int(early.index.size), "rms": early.rms(), "bias": early.bias()},
+    }
+
+
+def _extreme(times: np.ndarray, values: np.ndarray, pick: Any) -> tuple[float | None, float | None]:
+    """(value, time) of the window mean chosen by `pick` (np.argmax or np.argmin)."""
+    if not values.size:
+        return None, None
+    k = int(pick(values))
+    return float(values[k]), float(times[k])
+
+
+def pressure_metrics(
+    t_sim: np.ndarray, y_sim: np.ndarray, t_exp: np.ndarray, y_exp: np.ndarray
+) -> dict[str, Any]:
+    """Pressure yardstick [Pa] of the 20 ms window means (module doc): RMS of the difference,
+    peaks and their times, their ratio sim/exp and time difference sim - exp, mean levels
+    within 1 to 3 s and their ratio, and the minimum of each."""
+    pairs = paired_window_means(t_sim, y_sim, t_exp, y_exp, PRESSURE_WINDOW_S)
+    times = pairs.times
+    peak_sim, peak_sim_time = _extreme(times, pairs.a, np.argmax)
+    peak_exp, peak_exp_time = _extreme(times, pairs.b, np.argmax)
+    level = pairs.within(*LEVEL_SPAN_S)
+    level_sim = float(np.mean(level.a)) if level.index.size else None
+    level_exp = float(np.mean(level.b)) if level.index.size else None
+    return _common(pairs) | {
+        "peak_sim": peak_sim,
+        "peak_sim_time": peak_sim_time,
+        "peak_exp": peak_exp,
+        "peak_exp_time": peak_exp_time,
+        "peak_ratio": _ratio(peak_sim, peak_exp),
+        "peak_time_difference": (
+            peak_sim_time - peak_exp_time if peak_sim_time is not None else None
+        ),
+        "level_span_s": list(LEVEL_SPAN_S),
+        "level_windows": int(level.index.size),
+        "level_sim": level_sim,
+        "level_exp": level_exp,
+        "level_ratio": _ratio(level_sim, level_exp),
+        "min_sim": _extreme(times, pairs.a, np.argmin)[0],
+        "min_exp": _extreme(times, pairs.b, np.argmin)[0],
+    }
+
+
+def yardstick(
+    name: str, t_sim: np.ndarray, y_sim: np.ndarray, t_exp: np.ndarray, y_exp: np.ndarray
+) -> dict[str, Any]:
+    """The yardstick of a series by its name: `height_metrics` for H..., else
+    `pressure_metrics`."""
+    metrics = height_metrics if name.startswith("H") else pressure_metrics
+    return metrics(t_sim, y_sim, t_exp, y_exp)
+
+
+def window_rms_difference(
+    name: str, t_a: np.ndarray, y_a: np.ndarray, t_b: np.ndarray, y_b: np.ndarray
+) -> dict[str, Any]:
+    """RMS of the difference of two runs' window means of series `name` (50 ms for heights,
+    20 ms for pressures) over their common span, with the width, span and window count."""
+    return _common(paired_window_means(t_a, y_a, t_b, y_b, window_width(name)))
