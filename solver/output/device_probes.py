@@ -111,11 +111,11 @@ class DeviceProbes:
         self._count = points.shape[0]
         dtype = sim.particles.dtype
         real = np.float64 if dtype == ti.f64 else np.float32
-        self._points = ti.Vector.ndarray(3, dtype, shape=max(self._count, 1))
-        self._points.from_numpy(
-            np.concatenate([points, np.zeros((1, 3))])[: max(self._count, 1)].astype(real)
-        )
-        self._sums = ti.Vector.ndarray(SUMS, dtype, shape=max(self._count, 1))
+        padded = np.zeros((max(self._count, 1), 3), dtype=real)  # no empty ndarrays
+        padded[: self._count] = points
+        self._points = ti.Vector.ndarray(3, dtype, shape=padded.shape[0])
+        self._points.from_numpy(padded)
+        self._sums = ti.Vector.ndarray(SUMS, dtype, shape=padded.shape[0])
         self._kernel = build_probe_sums(cfg, self.sampler.sensors_see_boundary)
         self._sim = sim
 
