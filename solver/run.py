@@ -24,6 +24,7 @@ from solver.health import HealthCheck, HealthLimits, NumericalFailureError
 from solver.interrupt import RunInterruptedError, StopRequest
 from solver.memory import check_memory
 from solver.output.checkpoint import Checkpoint, CheckpointError, read_checkpoint, write_checkpoint
+from solver.output.device_probes import DeviceProbes
 from solver.output.files import (
     OutputExistsError,
     OutputNotWritableError,
@@ -87,11 +88,11 @@ def run_simulation(
     )
     if resume is None:
         atomic_write_text(out_dir / "config.toml", config_to_toml(cfg))
-        observers = RunObservers(cfg, out_dir)
-        observers.observe(sim.snapshot())
+        observers = RunObservers(cfg, out_dir, DeviceProbes(cfg, sim))
+        observers.observe(sim)
     else:
         sim.restore(resume.state)
-        observers = RunObservers(cfg, out_dir, resume.observers)
+        observers = RunObservers(cfg, out_dir, DeviceProbes(cfg, sim), resume.observers)
         _print(f"resuming from the checkpoint at step {sim.steps}, t = {sim.time:.6g} s")
 
     def capture() -> Checkpoint:
@@ -125,8 +126,9 @@ def run_simulation(
                 else:
                     particle_steps += sim.count
                 health.check(dt_limit)
-                if observers.wants(sim.time) or sim.time >= end:
-                    observers.observe(sim.snapshot())
+                # The last good state is taken where a snapshot is written, not at every probe
+                # time: a capture copies the whole state (see _keep_last_good).
+                if observers.wants(sim.time) and observers.observe(sim):
                     last_good = capture()
                 if checkpoints is not None and checkpoints.due(sim.time):
                     last_good = capture()
@@ -192,7 +194,8 @@ def _keep_last_good(out_dir: Path, last_good: Checkpoint) -> str:
 
     The last good state is the one of the latest snapshot or periodic checkpoint, whichever
     is later: keeping a copy of the state before every step would cost a full device-to-host
-    copy per step, while one at output times adds one to what the snapshot copies anyway.
+    copy per step, while one at snapshot times adds one to what the snapshot copies anyway
+    (probe times copy only the probes' sums).
     """
     where = f"step {last_good.steps}, t = {last_good.time:.6g} s"
     try:

@@ -119,6 +119,19 @@ class Simulation:
         """
         if self.moved <= self.skin * self.cfg.support_radius and not self.symplectic:
             return
+        self._sort()
+
+    def ensure_sorted(self) -> None:
+        """Sort into cells if the particles never were: the cell grid of a fresh simulation is
+        empty until its first step sorts it, and kernels that search neighbours between steps
+        (the device probes) need it. The first step then finds the cells fresh (moved = 0) and
+        does not sort again, except under the symplectic scheme, which sorts before every
+        interaction (a stable sort of sorted particles leaves them as they are)."""
+        if self.sorts == 0:
+            self._sort()
+
+    def _sort(self) -> None:
+        """Sort the live particles by (cell, id), dropping those flagged for removal."""
         p = self.particles
         n = self.grid.update(p.position, p.id, p.removed, p.count)
         p.reorder(self.grid.order, n)

@@ -1,4 +1,5 @@
-"""Water-height gauges and pressure sensors, evaluated on the host from a Snapshot.
+"""Water-height gauges and pressure sensors: their definitions, evaluated on the host from a
+Snapshot (solver/output/device_probes.py computes the same sums on the device during a run).
 
 The probes reproduce what the reference codes and the experiment measure, so their time series
 can be put next to DualSPHysics runs and the SPHERIC test 2 measurements (Kleefsman et al.
@@ -69,7 +70,7 @@ particles alone must not make a dry sensor read the wall's own (clamped or stale
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -82,7 +83,7 @@ from solver.physics.smoothing_kernels import kernel_functions
 from solver.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from solver.config import ProbesConfig
+    from solver.config import Config, ProbesConfig
 
 #: What a height gauge reports (the `surface` key of [[probes.height]]); the first is the
 #: default. See the module docstring.
@@ -174,31 +175,78 @@ class ProbeSampler:
         if len(set(self.names)) != len(self.names):
             raise ValueError(f"probe names must be unique, got {self.names}")
 
+    @classmethod
+    def for_case(cls, cfg: Config) -> ProbeSampler:
+        """The sampler of a case's configured probes, with its kernel, mass and tank."""
+        return cls(
+            cfg.probes,
+            smoothing_length=cfg.smoothing_length,
+            kernel=cfg.physics.kernel,
+            particle_mass=cfg.particle_mass,
+            rho0=cfg.physics.rho0,
+            z_range=(cfg.tank.box.min[2], cfg.tank.box.max[2]),
+            dp=cfg.dp,
+            boundary=cfg.physics.boundary,
+        )
+
+    @property
+    def lines(self) -> list[tuple[float, float]]:
+        """The distinct gauge lines (x, y), in the order `readings` takes their profiles."""
+        return list(self._lines)
+
+    @property
+    def z_samples(self) -> np.ndarray:
+        """Heights of the sample points of every gauge line, upwards (a copy)."""
+        return self._z_samples.copy()
+
+    @property
+    def sensor_points(self) -> np.ndarray:
+        """The pressure sensors' positions, (k, 3), in the order `readings` takes their sums."""
+        return np.array([point for _, point in self._sensors], dtype=np.float64).reshape(-1, 3)
+
+    @property
+    def sensors_see_boundary(self) -> bool:
+        """Whether the Shepard sums of the sensors include boundary particles (mDBC)."""
+        return self._sensors_see_boundary
+
     def sample(self, snap: Snapshot) -> dict[str, float]:
         """The value of every probe (metres for gauges, pascals for sensors) in `snap`."""
         kind = np.asarray(snap.kind)
         fluid = kind == ParticleKind.FLUID
         position = np.asarray(snap.position, dtype=np.float64)
-        values: dict[str, float] = {}
-        if self._lines:
-            fluid_position = position[fluid]
-            for (x, y), gauges in self._lines.items():
-                runs = self.wet_runs(self.mass_profile(fluid_position, x, y))
-                for name, surface in gauges:
-                    values[name] = self.gauge_reading(runs, surface)
+        fluid_position = position[fluid]
+        profiles = [self.mass_profile(fluid_position, x, y) for x, y in self._lines]
+        sensor_sums = np.zeros((len(self._sensors), 3), dtype=np.float64)
         if self._sensors:
             used = fluid | (kind >= ParticleKind.WALL) if self._sensors_see_boundary else fluid
             # Only particles within 2h of the sensors' bounding box can reach any of them.
-            points = np.stack([point for _, point in self._sensors])
+            points = self.sensor_points
             lo = points.min(axis=0) - self._support
             hi = points.max(axis=0) + self._support
             used &= np.all((position >= lo) & (position <= hi), axis=1)
             pressure = np.asarray(snap.pressure, dtype=np.float64)[used]
             density = np.asarray(snap.density, dtype=np.float64)[used]
-            for name, point in self._sensors:
-                values[name] = self.pressure_at(
+            for k, point in enumerate(points):
+                sensor_sums[k] = self.shepard_sums(
                     position[used], pressure, density, fluid[used], point
                 )
+        return self.readings(profiles, sensor_sums)
+
+    def readings(self, profiles: Sequence[np.ndarray], sensor_sums: np.ndarray) -> dict[str, float]:
+        """The value of every probe, by name in `names` order, from the sums around its points.
+
+        `profiles` holds the `mass_profile` of each line of `lines`; `sensor_sums` (k, 3) the
+        `shepard_sums` of each sensor of `sensor_points`. Whether the sums come from a snapshot
+        on the host (`sample`) or from the device (solver/output/device_probes.py), the probe
+        values derive from them here, by one definition.
+        """
+        values: dict[str, float] = {}
+        for gauges, profile in zip(self._lines.values(), profiles, strict=True):
+            runs = self.wet_runs(np.asarray(profile, dtype=np.float64))
+            for name, surface in gauges:
+                values[name] = self.gauge_reading(runs, surface)
+        for (name, _), sums in zip(self._sensors, sensor_sums, strict=True):
+            values[name] = self.sensor_reading(*(float(value) for value in sums))
         return {name: values[name] for name in self.names}
 
     def mass_profile(self, position: np.ndarray, x: float, y: float) -> np.ndarray:
@@ -273,32 +321,40 @@ class ProbeSampler:
             return float(runs[0, 1])
         return float(runs[-1, 1])
 
-    def pressure_at(
+    def shepard_sums(
         self,
         position: np.ndarray,
         pressure: np.ndarray,
         density: np.ndarray,
         fluid: np.ndarray,
         point: np.ndarray,
-    ) -> float:
-        """Shepard-normalised SPH interpolation of pressure at `point`.
+    ) -> tuple[float, float, int]:
+        """The sums of the Shepard interpolation of pressure at `point` (see `sensor_reading`).
 
-        p(x) = sum_j p_j W_j m/rho_j / sum_j W_j m/rho_j over the given particles within 2h
-        (fluid, plus boundary particles under mDBC; `fluid` marks the fluid ones). PySPH's
-        Interpolator and DualSPHysics' MeasureTool use this form. Returns 0.0 where no fluid
-        particle is within the kernel support (a dry sensor), whatever boundary particles
-        are there.
+        Over the given particles within 2h (fluid, plus boundary particles under mDBC; `fluid`
+        marks the fluid ones): sum_j p_j W_j V_j, sum_j W_j V_j with V_j = m / rho_j, and the
+        number of fluid particles among them.
         """
         d = position - point[None, :]
         r2 = np.sum(d * d, axis=1)
         near = r2 < self._support * self._support
-        if not np.any(fluid[near]):
-            return 0.0
         weight = self._w(np.sqrt(r2[near]), self._h) * (self._mass / density[near])
-        total = float(np.sum(weight))
-        if not total > 0.0:
+        return (
+            float(np.sum(pressure[near] * weight)),
+            float(np.sum(weight)),
+            int(np.count_nonzero(fluid[near])),
+        )
+
+    @staticmethod
+    def sensor_reading(numerator: float, denominator: float, fluid_near: float) -> float:
+        """A sensor's pressure [Pa] from its `shepard_sums`: the Shepard-normalised SPH
+        interpolation p(x) = sum_j p_j W_j V_j / sum_j W_j V_j, PySPH's Interpolator and
+        DualSPHysics' MeasureTool form. 0.0 where no fluid particle is within the kernel support
+        (a dry sensor), whatever boundary particles are there.
+        """
+        if fluid_near < 1 or not denominator > 0.0:
             return 0.0
-        return float(np.sum(pressure[near] * weight) / total)
+        return numerator / denominator
 
 
 def _check_name(name: str) -> None:

@@ -1,0 +1,150 @@
+"""The probes' sums evaluated on the device: one kernel launch and one small read-back per
+probe time, instead of copying every particle to the host.
+
+The probes (solver/output/probes.py) read two kinds of sum around fixed points: the fluid
+mass sum sum_j m W(|p - x_j|, h) at the sample points of each gauge line, and the Shepard sums
+of pressure sum_j p_j W_j V_j, sum_j W_j V_j (V_j = m / rho_j) with the number of fluid
+particles within 2h at each pressure sensor. Here every point gathers them from its neighbours
+in the simulation's cell grid, as the mDBC ghost nodes do (solver/physics/mdbc.py); the host
+then derives the probe values from the sums with `ProbeSampler.readings`, the very code that
+reads the sums a snapshot gives on the host, so both paths share one definition.
+"""
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+import taichi as ti
+
+from solver.neighbors import row_span, search_cells
+from solver.output.probes import ProbeSampler
+from solver.particle_kind import ParticleKind
+from solver.physics.shared_formula import taichi_func
+from solver.physics.smoothing_kernels import kernel_functions
+
+if TYPE_CHECKING:
+    from solver.config import Config
+    from solver.simulation import Simulation
+
+FLUID = int(ParticleKind.FLUID)
+
+SUMS = 4
+"""Sums per point: fluid mass, Shepard numerator, Shepard denominator, fluid particles."""
+
+
+def build_probe_sums(cfg: "Config", see_boundary: bool) -> Callable:
+    """The kernel filling sums[k] for each probe point k, the constants of `cfg` compiled in.
+
+    Candidates come from the cells of the last sort within `search_radius`, which must be 2h
+    plus how far any particle may have moved since (the interaction's skin argument, with the
+    simulation's bound `moved`: after a step it may exceed the skin, the next step sorting
+    first); particles flagged in `removed` are skipped (a snapshot leaves them out too). With
+    `see_boundary` (mDBC) boundary particles enter the Shepard sums as well; the mass sum and
+    the count take fluid particles only.
+    """
+    kernel_w = taichi_func(kernel_functions(cfg.physics.kernel)[0])
+    h = cfg.smoothing_length
+    support2 = cfg.support_radius**2
+    mass = cfg.particle_mass
+    boundary_counts = int(see_boundary)
+
+    @ti.kernel
+    def probe_sums(
+        position: ti.types.ndarray(ndim=1),
+        density: ti.types.ndarray(ndim=1),
+        pressure: ti.types.ndarray(ndim=1),
+        kind: ti.types.ndarray(ndim=1),
+        removed: ti.types.ndarray(ndim=1),
+        points: ti.types.ndarray(ndim=1),
+        n_points: ti.i32,
+        search_radius: float,
+        lo: ti.math.vec3,
+        inv_cell: float,
+        dims: ti.math.ivec3,
+        cell_offsets: ti.types.ndarray(ndim=1),
+        sums: ti.types.ndarray(ndim=1),
+    ):
+        for k in range(n_points):
+            x = points[k]
+            kernel_sum = 0.0  # sum_j W over fluid particles; times m at the end, as the host
+            numerator = 0.0
+            denominator = 0.0
+            fluid_near = 0
+            box = search_cells(x, search_radius, lo, inv_cell, dims)
+            for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
+                span = row_span(x, search_radius, cy, cz, lo, inv_cell, dims, cell_offsets)
+                for j in range(span[0], span[1]):
+                    r2 = (x - position[j]).norm_sqr()
+                    if r2 < support2 and removed[j] == 0:
+                        fluid = ti.cast(kind[j] == FLUID, ti.i32)
+                        if fluid + boundary_counts > 0:
+                            w = kernel_w(ti.sqrt(r2), h)
+                            weight = w * (mass / density[j])
+                            numerator += pressure[j] * weight
+                            denominator += weight
+                            if fluid > 0:
+                                kernel_sum += w
+                                fluid_near += 1
+            sums[k] = ti.Vector([mass * kernel_sum, numerator, denominator, fluid_near], float)
+
+    return probe_sums
+
+
+class DeviceProbes:
+    """The probes of a case, evaluated on its simulation's device arrays.
+
+    The points are every gauge line's samples (lines in `ProbeSampler.lines` order), then the
+    pressure sensors; `sums` launches the kernel over all of them and reads the sums back in
+    one copy, `sample` turns them into the probe values.
+    """
+
+    def __init__(self, cfg: "Config", sim: "Simulation") -> None:
+        """Put the probe points of `cfg` on the device of `sim`, in its precision."""
+        self.sampler = ProbeSampler.for_case(cfg)
+        z = self.sampler.z_samples
+        lines = [
+            np.column_stack([np.full_like(z, x), np.full_like(z, y), z])
+            for x, y in self.sampler.lines
+        ]
+        points = np.concatenate([*lines, self.sampler.sensor_points]).reshape(-1, 3)
+        self._line_samples = z.size
+        self._count = points.shape[0]
+        dtype = sim.particles.dtype
+        real = np.float64 if dtype == ti.f64 else np.float32
+        padded = np.zeros((max(self._count, 1), 3), dtype=real)  # no empty ndarrays
+        padded[: self._count] = points
+        self._points = ti.Vector.ndarray(3, dtype, shape=padded.shape[0])
+        self._points.from_numpy(padded)
+        self._sums = ti.Vector.ndarray(SUMS, dtype, shape=padded.shape[0])
+        self._kernel = build_probe_sums(cfg, self.sampler.sensors_see_boundary)
+        self._sim = sim
+
+    @property
+    def names(self) -> list[str]:
+        """The probes' names, gauges first (as `ProbeSampler.names`)."""
+        return self.sampler.names
+
+    def sums(self) -> tuple[list[np.ndarray], np.ndarray]:
+        """The sums at every probe point now: the mass profile of each gauge line, and each
+        sensor's (Shepard numerator, denominator, fluid particles within 2h); what
+        `ProbeSampler.readings` takes.
+
+        A fresh simulation is sorted into cells first (the sort its first step makes).
+        """
+        sim = self._sim
+        sim.ensure_sorted()
+        p = sim.particles
+        search_radius = sim.cfg.support_radius + sim.moved
+        lo, inv_cell, dims, offsets = sim.grid.kernel_args()
+        self._kernel(
+            p.position, p.density, p.pressure, p.kind, p.removed, self._points, self._count,
+            search_radius, lo, inv_cell, dims, offsets, self._sums,
+        )  # fmt: skip
+        sums = self._sums.to_numpy()[: self._count].astype(np.float64)
+        n = self._line_samples
+        profiles = [sums[k * n : (k + 1) * n, 0] for k in range(len(self.sampler.lines))]
+        return profiles, sums[len(profiles) * n :, 1:]
+
+    def sample(self) -> dict[str, float]:
+        """The value of every probe now (metres for gauges, pascals for sensors)."""
+        return self.sampler.readings(*self.sums())
