@@ -226,6 +226,23 @@ def test_monaghan_viscosity_acts_on_approaching_pairs_only() -> None:
     assert approaching == pytest.approx(alpha * c0 * h * 0.3 / (r2 + eta2) / rho, rel=1e-14)
 
 
+def test_sps_stress_of_shear_and_of_expansion() -> None:
+    """The SPS closure in numpy. Pure shear S_xz = gamma / 2: |S| = gamma, nu_t = (C_s dp)^2
+    gamma, tau_xz / rho = 2 nu_t S_xz and the diagonal -(2/3) C_I dp^2 gamma^2. Pure expansion
+    S = a I: the eddy-viscosity part 2 nu_t S - (2/3) nu_t S_kk I is trace-free (k closed as
+    nu_t S_kk, as DualSPHysics does), so only Blin's isotropic term is left, -(2/3) C_I dp^2
+    |S|^2 with |S|^2 = 6 a^2. Every component carries the 1 / rho of tau / rho^2."""
+    dp, rho, gamma, a = 0.01, 998.0, 3.0, 2.0
+    nu_t = (SMAGORINSKY_CS * dp) ** 2 * gamma
+    diagonal = -(2.0 / 3.0) * BLIN_CI * dp**2 * gamma**2
+    shear = sps_stress(0.0, 0.0, 0.0, 0.0, gamma / 2.0, 0.0, rho, dp)
+    expected = (diagonal, 0.0, nu_t * gamma, diagonal, 0.0, diagonal)
+    assert np.allclose(np.array(shear) * rho, expected, rtol=1e-12, atol=0.0)
+    expansion = sps_stress(a, a, a, 0.0, 0.0, 0.0, rho, dp)
+    blin = -(2.0 / 3.0) * BLIN_CI * dp**2 * 6.0 * a * a
+    assert np.allclose(np.array(expansion) * rho, (blin, 0.0, 0.0, blin, 0.0, blin), rtol=1e-12)
+
+
 def test_fourtakas_term_leaves_hydrostatic_density_alone() -> None:
     """Fourtakas et al. (2019): the hydrostatic density difference rho_ji^H agrees with the
     exact Tait inverse rho0 ((1 + rho0 g.r_ji / B)^(1/gamma) - 1) to 1e-6 relative over a support
