@@ -229,8 +229,16 @@ SCHEMA: tuple[KeySpec, ...] = (
             "English et al. 2022) or dynamic boundary particles (dbc: the innermost layer on "
             "the surface, density from the continuity equation, Crespo et al. 2007).",
             choices=("mdbc", "dbc")),
-    KeySpec("physics", "visc_alpha", "float", "-", 0.1, "Monaghan artificial viscosity alpha.",
-            lo=0.0, hi=1.0),
+    KeySpec("physics", "viscosity", "str", "-", "artificial",
+            "Viscous term: Monaghan's artificial viscosity (artificial, strength visc_alpha) or "
+            "laminar viscosity nu with the sub-particle-scale turbulence closure (laminar_sps: "
+            "Smagorinsky eddy viscosity, Dalrymple and Rogers 2006, as DualSPHysics).",
+            choices=("artificial", "laminar_sps")),
+    KeySpec("physics", "visc_alpha", "float", "-", 0.1,
+            "Monaghan artificial viscosity alpha (viscosity = artificial).", lo=0.0, hi=1.0),
+    KeySpec("physics", "nu", "float", "m^2/s", 1e-6,
+            "Kinematic viscosity of the laminar term (viscosity = laminar_sps); 1e-6 is water.",
+            lo=0.0),
     KeySpec("physics", "density_diffusion", "str", "-", "fourtakas",
             "Density diffusion (delta-SPH) term.", choices=("none", "molteni", "fourtakas")),
     KeySpec("physics", "delta", "float", "-", 0.1, "Delta-SPH coefficient.", lo=0.0, hi=1.0),
@@ -401,7 +409,9 @@ class PhysicsConfig:
     h_over_dp: float = _default("physics", "h_over_dp")
     kernel: str = _default("physics", "kernel")
     boundary: str = _default("physics", "boundary")
+    viscosity: str = _default("physics", "viscosity")
     visc_alpha: float = _default("physics", "visc_alpha")
+    nu: float = _default("physics", "nu")
     density_diffusion: str = _default("physics", "density_diffusion")
     delta: float = _default("physics", "delta")
     rho_min: float = _default("physics", "rho_min")
@@ -498,7 +508,7 @@ class Config:
 
     @property
     def eta2(self) -> float:
-        """0.01 H^2 [m^2], keeps the artificial viscosity finite as r -> 0."""
+        """0.01 H^2 [m^2], keeps the viscous terms finite as r -> 0."""
         return 0.01 * self.smoothing_length**2
 
     @property

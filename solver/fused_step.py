@@ -27,7 +27,9 @@ def build_verlet_step(
     """The kernel of one Verlet step on `grid`; returns what `Integrator.verlet` returns.
 
     `boundary` is the mDBC pass, None under DBC. The grid's geometry is compiled in rather
-    than passed: every argument adds to the host's cost of a launch, vectors most.
+    than passed: every argument adds to the host's cost of a launch, vectors most; for that
+    reason the SPS closure (`interaction.sps`) gets a kernel of its own, which takes tau and
+    tau_next after the other arguments, as the interaction kernel does.
     """
     mdbc = boundary is not None
     boundary_particle = boundary.particle if mdbc else None
@@ -35,6 +37,51 @@ def build_verlet_step(
     verlet_particle = integrator.verlet_particle
     device_time_step = integrator.device_time_step
     lo, inv_cell, dims, _ = grid.kernel_args()
+
+    @ti.func
+    def step(
+        position: ti.template(),
+        ghost: ti.template(),
+        velocity: ti.template(),
+        velocity_prev: ti.template(),
+        density: ti.template(),
+        density_prev: ti.template(),
+        pressure: ti.template(),
+        kind: ti.template(),
+        removed: ti.template(),
+        n,
+        cell_offsets: ti.template(),
+        acceleration: ti.template(),
+        density_rate: ti.template(),
+        maxima: ti.template(),
+        slot,
+        dt_limit,
+        dt_prev,
+        euler,
+        health: ti.template(),
+        stress: ti.template(),
+    ):
+        """The step's loops; called at a kernel's top level, they stay its parallel loops."""
+        if ti.static(mdbc):
+            for i in range(n):
+                boundary_particle(
+                    i, position, ghost, density, pressure, kind, removed, lo, inv_cell, dims,
+                    cell_offsets,
+                )  # fmt: skip
+        for i in range(n):
+            interact_particle(
+                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+                cell_offsets, acceleration, density_rate, maxima, slot, stress,
+            )  # fmt: skip
+        dt = device_time_step(maxima[slot], dt_limit)
+        span = integrator.verlet_span(dt, dt_prev)
+        integrator.clear_health(health)
+        for i in range(n):
+            verlet_particle(
+                i, position, velocity, velocity_prev, density, density_prev, kind, acceleration,
+                density_rate, pressure, removed, dt, span, euler, health,
+            )  # fmt: skip
+        return integrator.step_result(dt, maxima[slot], health)
 
     @ti.kernel
     def interact_and_verlet(
@@ -58,25 +105,40 @@ def build_verlet_step(
         euler: ti.i32,
         health: ti.types.ndarray(dtype=ti.i32, ndim=1),
     ) -> integrator.step_info:
-        if ti.static(mdbc):
-            for i in range(n):
-                boundary_particle(
-                    i, position, ghost, density, pressure, kind, removed, lo, inv_cell, dims,
-                    cell_offsets,
-                )  # fmt: skip
-        for i in range(n):
-            interact_particle(
-                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-                cell_offsets, acceleration, density_rate, maxima, slot,
-            )  # fmt: skip
-        dt = device_time_step(maxima[slot], dt_limit)
-        span = integrator.verlet_span(dt, dt_prev)
-        integrator.clear_health(health)
-        for i in range(n):
-            verlet_particle(
-                i, position, velocity, velocity_prev, density, density_prev, kind, acceleration,
-                density_rate, pressure, removed, dt, span, euler, health,
-            )  # fmt: skip
-        return integrator.step_result(dt, maxima[slot], health)
+        return step(
+            position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
+            removed, n, cell_offsets, acceleration, density_rate, maxima, slot, dt_limit,
+            dt_prev, euler, health, (),
+        )  # fmt: skip
 
-    return interact_and_verlet
+    @ti.kernel
+    def interact_and_verlet_sps(
+        position: ti.types.ndarray(ndim=1),
+        ghost: ti.types.ndarray(ndim=1),
+        velocity: ti.types.ndarray(ndim=1),
+        velocity_prev: ti.types.ndarray(ndim=1),
+        density: ti.types.ndarray(ndim=1),
+        density_prev: ti.types.ndarray(ndim=1),
+        pressure: ti.types.ndarray(ndim=1),
+        kind: ti.types.ndarray(ndim=1),
+        removed: ti.types.ndarray(ndim=1),
+        n: ti.i32,
+        cell_offsets: ti.types.ndarray(ndim=1),
+        acceleration: ti.types.ndarray(ndim=1),
+        density_rate: ti.types.ndarray(ndim=1),
+        maxima: ti.types.ndarray(ndim=1),
+        slot: ti.i32,
+        dt_limit: float,
+        dt_prev: float,
+        euler: ti.i32,
+        health: ti.types.ndarray(dtype=ti.i32, ndim=1),
+        tau: ti.types.ndarray(ndim=1),
+        tau_next: ti.types.ndarray(ndim=1),
+    ) -> integrator.step_info:
+        return step(
+            position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
+            removed, n, cell_offsets, acceleration, density_rate, maxima, slot, dt_limit,
+            dt_prev, euler, health, (tau, tau_next),
+        )  # fmt: skip
+
+    return interact_and_verlet_sps if interaction.sps else interact_and_verlet

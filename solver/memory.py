@@ -69,11 +69,14 @@ def estimate(cfg: Config) -> MemoryEstimate:
     capacity = particle_count_bound(cfg)
     real_bytes = 8 if cfg.physics.precision == "f64" else 4
     symplectic = cfg.time.integrator == "symplectic"
+    sps = cfg.physics.viscosity == "laminar_sps"
     cells = 1
     for n in grid_dims(cfg.domain.min, cfg.domain.max, cfg.support_radius):
         cells *= n
     device = (
-        ParticleArrays.nbytes(capacity, real_bytes, keep_position_prev=symplectic)
+        ParticleArrays.nbytes(
+            capacity, real_bytes, keep_position_prev=symplectic, keep_sps_stress=sps
+        )
         + CellGrid.nbytes(cells, capacity)
         + SlotMaximum.nbytes(_TIMESTEP_COMPONENTS, real_bytes)
     )

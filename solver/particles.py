@@ -12,6 +12,7 @@ import numpy as np
 import taichi as ti
 
 from solver.parallel.gather import gather
+from solver.physics.sps import STRESS_COMPONENTS
 from solver.snapshot import Snapshot
 
 Array = ti.types.ndarray(ndim=1)
@@ -32,6 +33,8 @@ class ArraySpec:
     """Has a second copy that a reorder swaps in."""
     symplectic_only: bool = False
     """Allocated only for the symplectic scheme."""
+    sps_only: bool = False
+    """Allocated only for the SPS turbulence closure (physics.viscosity = "laminar_sps")."""
 
     def nbytes(self, real_bytes: int) -> int:
         """Bytes per particle of this array with its spare."""
@@ -50,6 +53,7 @@ LAYOUT: dict[str, ArraySpec] = {
     "id": ArraySpec(1, False, spare=True),
     "ghost": ArraySpec(3, True, spare=True),
     "position_prev": ArraySpec(3, True, spare=True, symplectic_only=True),
+    "tau": ArraySpec(STRESS_COMPONENTS, True, spare=True, sps_only=True),
     "acceleration": ArraySpec(3, True),
     "density_rate": ArraySpec(1, True),
     "removed": ArraySpec(1, False),
@@ -57,10 +61,16 @@ LAYOUT: dict[str, ArraySpec] = {
 """Every array of ParticleArrays: what `__init__` allocates and the memory estimate counts.
 
 removed is the removal flag (0 kept, else the reason); ghost is the vector from a boundary
-particle to its ghost node (mDBC; zero for fluid particles and under DBC).
+particle to its ghost node (mDBC; zero for fluid particles and under DBC); tau is the SPS
+stress tau / rho^2 (solver/physics/sps.py; zero for boundary particles), whose spare
+`tau_next` the interaction writes, then `swap_stress` makes it current.
 """
 
-STATE = tuple(name for name, spec in LAYOUT.items() if spec.spare and not spec.symplectic_only)
+STATE = tuple(
+    name
+    for name, spec in LAYOUT.items()
+    if spec.spare and not spec.symplectic_only and not spec.sps_only
+)
 """The reordered arrays, in the argument order of `_reorder_state`."""
 
 
@@ -103,10 +113,17 @@ def _reorder_state(
 class ParticleArrays:
     """Device arrays for up to `capacity` particles in precision `dtype` (ti.f32 or ti.f64).
 
-    `keep_position_prev` adds the position at the start of the step (symplectic scheme).
+    `keep_position_prev` adds the position at the start of the step (symplectic scheme),
+    `keep_sps_stress` the SPS stress and its spare (tau, tau_next).
     """
 
-    def __init__(self, capacity: int, dtype, keep_position_prev: bool = False) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        dtype,
+        keep_position_prev: bool = False,
+        keep_sps_stress: bool = False,
+    ) -> None:
         self.capacity = capacity
         self.dtype = dtype
         self.count = 0
@@ -115,6 +132,8 @@ class ParticleArrays:
         def make(name: str) -> ti.Ndarray | None:
             spec = LAYOUT[name]
             if spec.symplectic_only and not keep_position_prev:
+                return None
+            if spec.sps_only and not keep_sps_stress:
                 return None
             kind = dtype if spec.real else ti.i32
             if spec.components == 1:
@@ -125,14 +144,21 @@ class ParticleArrays:
             setattr(self, name, make(name))
         self._spare = {name: make(name) for name in STATE}
         self._position_prev_spare = make("position_prev")
+        self.tau_next = make("tau")
 
     @staticmethod
-    def nbytes(capacity: int, real_bytes: int, keep_position_prev: bool = False) -> int:
+    def nbytes(
+        capacity: int,
+        real_bytes: int,
+        keep_position_prev: bool = False,
+        keep_sps_stress: bool = False,
+    ) -> int:
         """Device bytes that `ParticleArrays(capacity, ...)` allocates, spares included."""
         per_particle = sum(
             spec.nbytes(real_bytes)
             for spec in LAYOUT.values()
-            if keep_position_prev or not spec.symplectic_only
+            if (keep_position_prev or not spec.symplectic_only)
+            and (keep_sps_stress or not spec.sps_only)
         )
         return capacity * per_particle
 
@@ -172,6 +198,8 @@ class ParticleArrays:
             getattr(self, name).from_numpy(padded(values, dtype))
         if self.position_prev is not None:
             self.position_prev.from_numpy(padded(position, real))
+        if self.tau is not None:
+            self.tau.fill(0)
         self.removed.fill(0)
         self.count = n
 
@@ -189,7 +217,14 @@ class ParticleArrays:
                 self._position_prev_spare,
                 self.position_prev,
             )
+        if self.tau is not None:
+            gather(self.tau, self.tau_next, order, n)
+            self.swap_stress()
         self.count = n
+
+    def swap_stress(self) -> None:
+        """Make tau_next, just written, the current SPS stress (a no-op without SPS)."""
+        self.tau, self.tau_next = self.tau_next, self.tau
 
     def snapshot(self, time: float, step: int) -> Snapshot:
         """Copy the live particles to the host."""

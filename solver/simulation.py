@@ -56,7 +56,12 @@ class Simulation:
         capacity = len(self.scene.kind)
         self.symplectic = cfg.time.integrator == "symplectic"
         dtype = ti.f64 if cfg.physics.precision == "f64" else ti.f32
-        self.particles = ParticleArrays(capacity, dtype, keep_position_prev=self.symplectic)
+        self.particles = ParticleArrays(
+            capacity,
+            dtype,
+            keep_position_prev=self.symplectic,
+            keep_sps_stress=cfg.physics.viscosity == "laminar_sps",
+        )
         density = initial_density(cfg, self.scene)
         pressure = tait_pressure(density, cfg.physics.rho0, cfg.eos_b, cfg.physics.gamma)
         self.particles.load(
@@ -170,8 +175,16 @@ class Simulation:
                 p.density_rate,
                 self._maximum.out,
                 slot,
+                *self._stress_arrays(),
             )
+            p.swap_stress()
         return slot
+
+    def _stress_arrays(self) -> tuple:
+        """The SPS stress arrays an interaction kernel takes last, (tau, tau_next) as they are
+        now (a sort and each interaction swap them), or () without the SPS closure."""
+        p = self.particles
+        return (p.tau, p.tau_next) if self._interaction.sps else ()
 
     def last_maxima(self) -> np.ndarray:
         """max |a|, max |v| (fluid) and the viscous rate of the last interaction, on the host."""
@@ -214,12 +227,14 @@ class Simulation:
             self._sort_if_needed()
         p = self.particles
         slot = self._last_slot = self._maximum.next_slot()
-        return self._verlet_step_kernel(
+        taken = self._verlet_step_kernel(
             p.position, p.ghost, p.velocity, p.velocity_prev, p.density, p.density_prev,
             p.pressure, p.kind, p.removed, p.count, self.grid.cell_offsets, p.acceleration,
             p.density_rate, self._maximum.out, slot, dt_limit, self.dt, self._euler_now(),
-            self._health,
+            self._health, *self._stress_arrays(),
         ).to_numpy()  # fmt: skip
+        p.swap_stress()
+        return taken
 
     def _verlet_step(self, slot: int, dt_limit: float):
         """One Verlet (or Euler) update after a separate interaction launch; returns (dt,
@@ -299,7 +314,9 @@ class Simulation:
     def _carried_arrays(self) -> dict[str, ti.Ndarray]:
         """Every device array a later step reads before writing it, by name.
 
-        The particle state (with position_prev for the symplectic scheme), the removal flags
+        The particle state (with position_prev for the symplectic scheme and the current SPS
+        stress tau under laminar_sps; tau_next is rewritten by every interaction before it is
+        read), the removal flags
         still waiting for a sort, the interaction's outputs (cheap, and they keep a restored
         step independent of which arrays the kernels happen to rewrite first), and the cell
         grid's offsets and drop counters: with a skin the next steps reuse the last sort's
@@ -310,6 +327,8 @@ class Simulation:
         arrays = {f"particles.{name}": getattr(p, name) for name in STATE}
         if p.position_prev is not None:
             arrays["particles.position_prev"] = p.position_prev
+        if p.tau is not None:
+            arrays["particles.tau"] = p.tau
         for name in ("removed", "acceleration", "density_rate"):
             arrays[f"particles.{name}"] = getattr(p, name)
         arrays["grid.cell_offsets"] = g.cell_offsets

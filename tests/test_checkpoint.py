@@ -150,8 +150,16 @@ def assert_folder_consistent(out: Path) -> None:
         ("cpu", ["time.integrator=symplectic"]),
         ("cpu", ["neighbors.skin=0.1", "physics.precision=f64"]),
         ("vulkan", ["neighbors.skin=0.1"]),
+        ("cpu", ["neighbors.skin=0.0", "physics.viscosity=laminar_sps"]),
     ],
-    ids=["cpu-verlet-skin0", "cpu-verlet-skin0.1", "cpu-symplectic", "cpu-f64", "vulkan-skin0.1"],
+    ids=[
+        "cpu-verlet-skin0",
+        "cpu-verlet-skin0.1",
+        "cpu-symplectic",
+        "cpu-f64",
+        "vulkan-skin0.1",
+        "cpu-laminar-sps",
+    ],
 )
 def test_restored_simulation_continues_bit_for_bit(
     backend: str, overrides: list[str], tmp_path: Path
@@ -159,7 +167,9 @@ def test_restored_simulation_continues_bit_for_bit(
     """60 steps in one go, and 25 steps, a checkpoint file, a fresh Taichi runtime and a new
     Simulation restored from it, then 35 steps: every carried array (state, flags, grid) and
     the step, time, dt and sort count are identical. The 60 steps cross a Verlet-Euler step
-    (every 40th); with a skin the restored run reuses the stopped run's last sort."""
+    (every 40th); with a skin the restored run reuses the stopped run's last sort. Under
+    laminar_sps the SPS stress of the last interaction is carried too (the next step reads
+    it), and the sort of every step (no skin) reorders it with the particles."""
     cfg = load_config(QUICK, overrides)
     use_backend(backend, cfg.physics.precision)
     whole = Simulation(cfg)
@@ -186,6 +196,8 @@ def test_restored_simulation_continues_bit_for_bit(
     for name in expected:
         assert_same_bits(got[name], expected[name], name)
     assert np.any(got["particles.velocity"] != 0.0)
+    if "physics.viscosity=laminar_sps" in overrides:
+        assert np.any(got["particles.tau"] != 0.0)
     if "neighbors.skin=0.1" in overrides:
         assert resumed.sorts < resumed.steps  # the reuse path ran
 

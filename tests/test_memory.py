@@ -56,25 +56,39 @@ def cpu_info() -> BackendInfo:
 
 
 @pytest.mark.parametrize(
-    ("real_bytes", "symplectic", "expected"), [(4, False, 132), (4, True, 156), (8, False, 244)]
+    ("real_bytes", "symplectic", "sps", "expected"),
+    [(4, False, False, 156), (4, True, False, 180), (8, False, False, 292), (4, False, True, 204)],
 )
 def test_bytes_per_particle_follow_the_layout(
-    real_bytes: int, symplectic: bool, expected: int
+    real_bytes: int, symplectic: bool, sps: bool, expected: int
 ) -> None:
-    # 8 state arrays (12 reals, 2 ints) with spares, 4 work arrays (7 reals, 1 int),
-    # and the symplectic scheme's position_prev with its spare (3 reals x 2)
-    assert ParticleArrays.nbytes(1, real_bytes, keep_position_prev=symplectic) == expected
-    assert set(LAYOUT) >= {"position", "velocity", "density", "removed", "position_prev"}
+    # 9 state arrays (15 reals, 2 ints) with spares, 3 work arrays (4 reals, 1 int), the
+    # symplectic scheme's position_prev with its spare (3 reals x 2), and the SPS closure's
+    # stress tau / rho^2 with its spare tau_next (6 reals x 2): the default stays at 156 bytes
+    # (f32) and laminar_sps adds exactly 48
+    got = ParticleArrays.nbytes(1, real_bytes, keep_position_prev=symplectic, keep_sps_stress=sps)
+    assert got == expected
+    assert set(LAYOUT) >= {"position", "velocity", "density", "removed", "position_prev", "tau"}
 
 
-@pytest.mark.parametrize("integrator", ["verlet", "symplectic"])
-def test_estimate_matches_what_a_simulation_allocates(on_cpu: str, integrator: str) -> None:
-    cfg = load_config(STILL_WATER, [f"time.integrator={integrator}"])
+@pytest.mark.parametrize(
+    ("integrator", "viscosity"),
+    [("verlet", "artificial"), ("symplectic", "artificial"), ("verlet", "laminar_sps")],
+)
+def test_estimate_matches_what_a_simulation_allocates(
+    on_cpu: str, integrator: str, viscosity: str
+) -> None:
+    cfg = load_config(
+        STILL_WATER, [f"time.integrator={integrator}", f"physics.viscosity={viscosity}"]
+    )
     sim = Simulation(cfg)
     need = estimate(cfg)
     assert need.particles == len(sim.scene)  # no obstacle: the lattice count is exact
     particles = ParticleArrays.nbytes(
-        need.particles, 4, keep_position_prev=integrator == "symplectic"
+        need.particles,
+        4,
+        keep_position_prev=integrator == "symplectic",
+        keep_sps_stress=viscosity == "laminar_sps",
     )
     assert allocated_bytes(sim.particles) == particles
     actual = allocated_bytes(sim)

@@ -215,7 +215,10 @@ def test_every_kernel_of_the_solver_passes_the_metal_check():
                    "radix_sort", "exclusive_scan", "_fold_chunks", "gather"):  # fmt: skip
         assert kernel in names
     # Every smoothing kernel x diffusion pair compiles its own interaction (6); the three pairs
-    # run with Verlet also compile the one-launch Verlet step.
+    # run with Verlet also compile the one-launch Verlet step. The laminar + SPS viscosity
+    # compiles its own interaction with each integrator (2), and its Verlet step (1).
     assert sum(" interact_c" in line for line in lines) == 6
     assert sum(" interact_and_verlet_c" in line for line in lines) == 3
+    assert sum(" interact_sps_c" in line for line in lines) == 2
+    assert sum(" interact_and_verlet_sps_c" in line for line in lines) == 1
     assert "pass the Metal check" in result.stdout

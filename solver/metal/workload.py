@@ -4,7 +4,8 @@ Taichi compiles a kernel when it is first called, once per distinct instantiatio
 dtypes, template arguments, compiled-in constants), so the workload calls everything: the
 building blocks and the neighbour search through the self-test's checks, then a few steps of
 the quick case for each choice that changes the generated code (smoothing kernel x density
-diffusion; each integrator and each boundary method with each kernel), one more step timed phase by phase (the separate
+diffusion; each integrator and each boundary method with each kernel; the laminar + SPS
+viscosity with each integrator), one more step timed phase by phase (the separate
 kernels `dambreak bench` times), the benchmarks' neighbour count, and a snapshot of each, which
 runs Taichi's own
 copy kernels (to_numpy, from_numpy, fill) as `dambreak run` does. Precision is f32 only: the
@@ -23,24 +24,33 @@ from solver.simulation import Simulation
 DIFFUSIONS = ("none", "molteni", "fourtakas")
 INTEGRATORS = ("verlet", "symplectic")
 BOUNDARIES = ("mdbc", "dbc")
+VISCOSITIES = ("artificial", "laminar_sps")
 STEPS = 3
 COARSE = ("particles.dp=0.08", "time.end=0.01", "time.output_interval=0.01")
 
 
-def physics_variants() -> list[tuple[str, str, str, str]]:
-    """(kernel, density diffusion, integrator, boundary): every kernel x diffusion pair once,
-    the integrators alternating so that each meets each smoothing kernel, and one boundary
-    method per smoothing kernel (each integrator then meets each boundary method)."""
+def physics_variants() -> list[tuple[str, str, str, str, str]]:
+    """(kernel, density diffusion, integrator, boundary, viscosity): every kernel x diffusion
+    pair once with the artificial viscosity, the integrators alternating so that each meets
+    each smoothing kernel, and one boundary method per smoothing kernel (each integrator then
+    meets each boundary method); then the laminar + SPS viscosity once with each integrator
+    (its own interaction kernels, and the Verlet step's)."""
     variants = []
     for k, kernel in enumerate(KERNEL_NAMES):
         for d, diffusion in enumerate(DIFFUSIONS):
             integrator = INTEGRATORS[(k + d) % len(INTEGRATORS)]
             boundary = BOUNDARIES[k % len(BOUNDARIES)]
-            variants.append((kernel, diffusion, integrator, boundary))
+            variants.append((kernel, diffusion, integrator, boundary, VISCOSITIES[0]))
+    for i, integrator in enumerate(INTEGRATORS):
+        kernel = KERNEL_NAMES[i % len(KERNEL_NAMES)]
+        boundary = BOUNDARIES[i % len(BOUNDARIES)]
+        variants.append((kernel, DIFFUSIONS[-1], integrator, boundary, VISCOSITIES[1]))
     return variants
 
 
-def run_variant(kernel: str, diffusion: str, integrator: str, boundary: str) -> None:
+def run_variant(
+    kernel: str, diffusion: str, integrator: str, boundary: str, viscosity: str
+) -> None:
     """A few steps and a snapshot of the coarse quick case with these physics options."""
     cfg = load_config(
         None,
@@ -50,6 +60,7 @@ def run_variant(kernel: str, diffusion: str, integrator: str, boundary: str) -> 
             f"physics.density_diffusion={diffusion}",
             f"time.integrator={integrator}",
             f"physics.boundary={boundary}",
+            f"physics.viscosity={viscosity}",
         ],
     )
     sim = Simulation(cfg)

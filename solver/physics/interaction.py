@@ -2,6 +2,18 @@
 
 Momentum (Monaghan 1992; DualSPHysics form, Crespo et al. 2015, eq. 5):
     dv_i/dt = -sum_j m_j ((p_i + p_j) / (rho_i rho_j) + Pi_ij) grad_i W_ij + g
+with Monaghan's artificial viscosity Pi_ij, or (physics.viscosity = "laminar_sps", as
+DualSPHysics' Laminar+SPS option) without Pi_ij and with the laminar term (viscosity.py) and the
+SPS stress (sps.py) added, for fluid i over fluid and boundary j (boundary tau = 0):
+    dv_i/dt += sum_j m_j 4 nu (r_ij . grad_i W_ij) / ((rho_i + rho_j)(r_ij^2 + eta^2)) v_ij
+             + sum_j m_j (tau_i / rho_i^2 + tau_j / rho_j^2) . grad_i W_ij.
+The same pass sums fluid i's velocity gradient over the same neighbours,
+    grad v_i = sum_j (m_j / rho_j) (v_j - v_i) (x) grad_i W_ij
+(boundary velocity 0: like DualSPHysics' InteractionForcesFluid, whose fluid-boundary call
+adds to the gradient too, so a wall shears the fluid next to it), and ends with i's new
+tau / rho^2 from it. That stress is written to `tau_next` and read by the next interaction
+(DualSPHysics computes it after the pass, ComputeSpsTau, and uses it one interaction later);
+the host swaps `tau` and `tau_next` after each pass, so no thread reads what another writes.
 Continuity (Monaghan 1992), plus density diffusion for fluid pairs:
     drho_i/dt = sum_j m_j v_ij . grad_i W_ij + D_i
 Boundary particles take part as neighbours of fluid particles with their own pressure. Under
@@ -24,22 +36,36 @@ from solver.config import Config
 from solver.neighbors import row_span, search_cells
 from solver.parallel.reduce import clear_slot, merge_max
 from solver.particle_kind import ParticleKind
-from solver.physics import density_diffusion, viscosity
+from solver.physics import density_diffusion, sps, viscosity
 from solver.physics.shared_formula import taichi_func
 from solver.physics.smoothing_kernels import kernel_functions
 
 FLUID = int(ParticleKind.FLUID)
 monaghan_pi = taichi_func(viscosity.monaghan_pi)
+laminar_factor = taichi_func(viscosity.laminar_factor)
+sps_stress = taichi_func(sps.sps_stress)
 diffusion_pair_term = taichi_func(density_diffusion.diffusion_pair_term)
 hydrostatic_density_difference = taichi_func(density_diffusion.hydrostatic_density_difference)
 
 
+@ti.func
+def symmetric_matrix(t):
+    """The 3 x 3 matrix of the six components xx, xy, xz, yy, yz, zz of a symmetric one."""
+    return ti.Matrix([[t[0], t[1], t[2]], [t[1], t[3], t[4]], [t[2], t[4], t[5]]])
+
+
 class Interaction(NamedTuple):
     """The interaction pass as a kernel, and as the Taichi function of one particle that the
-    kernel runs for every particle (fused kernels run it before their own loops)."""
+    kernel runs for every particle (fused kernels run it before their own loops).
+
+    With the SPS closure (`sps`) the kernel takes two more arrays after its others, tau and
+    tau_next (see the module's docstring), and the particle function gets them as its
+    `stress` tuple; otherwise `stress` is ().
+    """
 
     kernel: Callable
     particle: Callable
+    sps: bool
 
 
 def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
@@ -55,6 +81,8 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
     mass = cfg.particle_mass
     c0 = cfg.sound_speed
     alpha = cfg.physics.visc_alpha
+    laminar_sps = cfg.physics.viscosity == "laminar_sps"
+    nu, width = cfg.physics.nu, cfg.dp
     eta2 = cfg.eta2
     rho0, b, gamma = cfg.physics.rho0, cfg.eos_b, cfg.physics.gamma
     delta = cfg.physics.delta
@@ -79,9 +107,11 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
         density_rate: ti.template(),
         maxima: ti.template(),
         slot,
+        stress: ti.template(),
     ):
         """The interaction of particle i: its acceleration and density rate, and its share
-        of the time-step maxima."""
+        of the time-step maxima; with the SPS closure also its new stress, written to
+        stress[1] (tau_next) from stress[0] (tau) of all particles."""
         gravity = ti.Vector([gx, gy, gz])
         x_i = position[i]
         v_i = velocity[i]
@@ -91,6 +121,10 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
         acc = ti.Vector([0.0, 0.0, 0.0])
         rate = 0.0
         visc = 0.0
+        stress_i = ti.Matrix.zero(float, 3, 3)
+        grad_v = ti.Matrix.zero(float, 3, 3)
+        if ti.static(laminar_sps):
+            stress_i = symmetric_matrix(stress[0][i])
         active = removed[i] == 0 and (fluid_i or ti.static(boundary_rates))
         if active:
             box = search_cells(x_i, search_radius, lo, inv_cell, dims)
@@ -113,10 +147,20 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
                         if fluid_i:
                             rho_j = density[j]
                             v_dot_r = v_ij.dot(r_ij)
-                            pi_ij = monaghan_pi(
-                                v_dot_r, r2, 0.5 * (rho_i + rho_j), h, eta2, alpha, c0
-                            )
-                            acc -= mass * ((p_i + pressure[j]) / (rho_i * rho_j) + pi_ij) * grad
+                            pressure_term = (p_i + pressure[j]) / (rho_i * rho_j)
+                            if ti.static(laminar_sps):
+                                acc -= mass * pressure_term * grad
+                                acc += v_ij * laminar_factor(
+                                    r2 * f, r2, rho_i + rho_j, mass, nu, eta2
+                                )
+                                stress_j = symmetric_matrix(stress[0][j])
+                                acc += mass * (stress_i + stress_j) @ grad
+                                grad_v -= (mass / rho_j) * v_ij.outer_product(grad)
+                            else:
+                                pi_ij = monaghan_pi(
+                                    v_dot_r, r2, 0.5 * (rho_i + rho_j), h, eta2, alpha, c0
+                                )
+                                acc -= mass * (pressure_term + pi_ij) * grad
                             visc = ti.max(visc, ti.abs(v_dot_r) / (r2 + eta2))
                             if ti.static(diffusion != "none"):
                                 if fluid_j:
@@ -136,6 +180,13 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
             v_norm = v_i.norm()
         acceleration[i] = acc
         density_rate[i] = rate
+        if ti.static(laminar_sps):
+            s = 0.5 * (grad_v + grad_v.transpose())
+            tau = ti.Vector.zero(float, sps.STRESS_COMPONENTS)
+            if fluid_i and active:
+                tau = ti.Vector(sps_stress(s[0, 0], s[1, 1], s[2, 2], s[0, 1], s[0, 2], s[1, 2],
+                                           rho_i, width))  # fmt: skip
+            stress[1][i] = tau
         if i == 0:
             clear_slot(maxima, 1 - slot)
         merge_max(maxima, slot, ti.Vector([a_norm, v_norm, visc]))
@@ -161,7 +212,36 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
         for i in range(n):
             interact_particle(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-                cell_offsets, acceleration, density_rate, maxima, slot,
+                cell_offsets, acceleration, density_rate, maxima, slot, (),
             )  # fmt: skip
 
-    return Interaction(interact, interact_particle)
+    @ti.kernel
+    def interact_sps(
+        position: ti.types.ndarray(ndim=1),
+        velocity: ti.types.ndarray(ndim=1),
+        density: ti.types.ndarray(ndim=1),
+        pressure: ti.types.ndarray(ndim=1),
+        kind: ti.types.ndarray(ndim=1),
+        removed: ti.types.ndarray(ndim=1),
+        n: ti.i32,
+        lo: ti.math.vec3,
+        inv_cell: float,
+        dims: ti.math.ivec3,
+        cell_offsets: ti.types.ndarray(ndim=1),
+        acceleration: ti.types.ndarray(ndim=1),
+        density_rate: ti.types.ndarray(ndim=1),
+        maxima: ti.types.ndarray(ndim=1),
+        slot: ti.i32,
+        tau: ti.types.ndarray(ndim=1),
+        tau_next: ti.types.ndarray(ndim=1),
+    ):
+        for i in range(n):
+            interact_particle(
+                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+                cell_offsets, acceleration, density_rate, maxima, slot, (tau, tau_next),
+            )  # fmt: skip
+
+    # A kernel's arguments are fixed: the SPS arrays get their own kernel rather than unused
+    # arguments of the default one (each argument adds to the host's cost of a launch).
+    kernel = interact_sps if laminar_sps else interact
+    return Interaction(kernel, interact_particle, laminar_sps)
