@@ -68,9 +68,9 @@ def test_linear_density_field_is_continued_exactly(on_backend: str) -> None:
     expected = linear_field(position[deep])
     # Within 1e-5 of the value (float32 sums of about 100 terms); a zeroth-order (Shepard)
     # value would be off by the field's change over the ghost distance, about 1 kg/m^3.
-    assert np.allclose(result[deep], expected, rtol=1e-5, atol=0.0), (
-        np.abs(result[deep] - expected).max()
-    )
+    assert np.allclose(result[deep], expected, rtol=1e-5, atol=0.0), np.abs(
+        result[deep] - expected
+    ).max()
     assert np.all(np.isfinite(result[~fluid])) and np.all(result[~fluid] >= cfg.physics.rho0)
     assert np.array_equal(result[fluid], density[:n][fluid].astype(np.float64))
 

@@ -10,8 +10,10 @@ boundary surface (the scene's `ghost` vectors; the surface lies dp/2 beyond the 
 layer). The fluid density around the ghost node is extrapolated to first order (a linear
 field, corrected by the kernel moments as in Liu and Liu 2006), eq. (7)-(9) of the paper:
 
-    [ sum V_j W_gj          sum V_j (x_j - x_g) W_gj        ] [ rho_g      ]   [ sum m_j W_gj      ]
-    [ sum V_j grad W_gj     sum V_j (x_j - x_g) (x) grad W_gj ] [ grad rho_g ] = [ sum m_j grad W_gj ]
+    A [rho_g, grad rho_g] = b,
+    A = [ sum V_j W_gj         sum V_j (x_j - x_g)^T W_gj         ]
+        [ sum V_j grad W_gj    sum V_j grad W_gj (x) (x_j - x_g)  ],
+    b = [ sum m_j W_gj, sum m_j grad W_gj ]
 
 over fluid neighbours j of the ghost node (V_j = m_j / rho_j), and the boundary particle takes
 the value of that linear field at its own position, rho_b = rho_g + (x_b - x_g) . grad rho_g.

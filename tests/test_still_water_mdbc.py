@@ -1,0 +1,154 @@
+"""Still water under mDBC for 2 s (English et al. 2022): the water rests on the walls at the
+lattice spacing, the floor carries the hydrostatic pressure, and the motion dies away.
+
+Under DBC (Crespo et al. 2007) the boundary particles' own pressure holds moving water 2 to
+2.7 dp away from the innermost wall layer; under mDBC the wall surface lies dp/2 beyond that
+layer and the fluid rests dp/2 in front of it, so the gap between the innermost layer and the
+first fluid layer is dp when the water is still. The case is a closed 0.24 x 0.12 x 0.2 m tank
+at dp = 0.02 with water 0.14 m (7 layers) deep: about 6,800 steps, a few seconds on 2 cores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from conftest import use_backend
+
+from solver.config import Config, loads_config
+from solver.output.probes import ProbeSampler
+from solver.particle_kind import ParticleKind
+from solver.simulation import Simulation
+
+FLUID = int(ParticleKind.FLUID)
+TANK = """
+[case]
+name = "still_mdbc"
+[particles]
+dp = 0.02
+[tank]
+min = [0.0, 0.0, 0.0]
+max = [0.24, 0.12, 0.2]
+wall_layers = 3
+open_top = false
+[[fluid]]
+min = [0.0, 0.0, 0.0]
+max = [0.24, 0.12, 0.14]
+[physics]
+kernel = "wendland_c2"
+boundary = "mdbc"
+[time]
+end = 2.0
+output_interval = 0.05
+[[probes.pressure]]
+name = "floor_centre"
+position = [0.12, 0.06, 0.0]
+[[probes.pressure]]
+name = "floor_off_centre"
+position = [0.07, 0.04, 0.0]
+[[probes.pressure]]
+name = "floor_near_wall"
+position = [0.19, 0.08, 0.0]
+"""
+DEPTH = 0.14
+"""The water depth: 7 lattice layers of dp = 0.02 fill [0, 0.14] (the mDBC lattice puts the
+fluid at cell centres, so the column is exactly 7 dp deep)."""
+END = 2.0
+SAMPLE_EVERY = 0.05
+PRESSURE_WINDOW = 0.25
+"""Seconds at the end over which the floor pressure is averaged: ten acoustic periods
+4 h / c0 = 0.024 s, so that the ringing left over averages out."""
+
+
+@dataclass
+class StillRun:
+    """What the module's one run recorded (numpy only)."""
+
+    cfg: Config
+    times: np.ndarray
+    gaps: np.ndarray
+    """(samples, 5): the largest gap on the floor and on the four side walls [dp]."""
+    kinetic: np.ndarray
+    floor_pressure: dict[str, float]
+    removed: int
+
+
+def wall_gaps(cfg: Config, position: np.ndarray, kind: np.ndarray) -> np.ndarray:
+    """The largest gap, over the lattice columns (rows) facing each wall, between the wall's
+    innermost particle layer and the nearest fluid particle, in dp: floor, x-, x+, y-, y+."""
+    dp = cfg.dp
+    lo, hi = np.array(cfg.tank.box.min), np.array(cfg.tank.box.max)
+    fluid = position[kind == FLUID].astype(np.float64)
+    gaps = []
+    for axis, side in ((2, -1), (0, -1), (0, 1), (1, -1), (1, 1)):
+        face = lo[axis] if side < 0 else hi[axis]
+        innermost = face + side * 0.5 * dp
+        across = [a for a in range(3) if a != axis]
+        cells = np.floor((fluid[:, across] - lo[across]) / dp).astype(np.int64)
+        key = cells[:, 0] * 10_000 + cells[:, 1]
+        distance = side * (innermost - fluid[:, axis])
+        nearest = {}
+        for k, d in zip(key, distance, strict=True):
+            nearest[k] = min(nearest.get(k, np.inf), d)
+        gaps.append(max(nearest.values()) / dp)
+    return np.array(gaps)
+
+
+@pytest.fixture(scope="module")
+def still_run() -> StillRun:
+    """Run the tank for 2 s on the CPU, sampling gaps, kinetic energy and floor pressure."""
+    use_backend("cpu")
+    cfg = loads_config(TANK)
+    sim = Simulation(cfg)
+    sampler = ProbeSampler.for_case(cfg)
+    times, gaps, kinetic = [], [], []
+    pressure_sums = {name: 0.0 for name in sampler.names}
+    pressure_count = 0
+    next_sample = 0.0
+    while sim.time < END:
+        sim.step(dt_limit=END - sim.time)
+        if sim.time >= next_sample:
+            snap = sim.snapshot()
+            fluid = snap.kind == FLUID
+            times.append(sim.time)
+            gaps.append(wall_gaps(cfg, snap.position, snap.kind))
+            speed2 = np.sum(snap.velocity[fluid].astype(np.float64) ** 2, axis=1)
+            kinetic.append(0.5 * cfg.particle_mass * float(np.sum(speed2)))
+            next_sample += SAMPLE_EVERY
+        if sim.time >= END - PRESSURE_WINDOW and sim.steps % 5 == 0:
+            for name, value in sampler.sample(sim.snapshot()).items():
+                pressure_sums[name] += value
+            pressure_count += 1
+    pressure = {name: total / pressure_count for name, total in pressure_sums.items()}
+    return StillRun(cfg, np.array(times), np.array(gaps), np.array(kinetic), pressure, sim.removed)
+
+
+def test_water_rests_on_the_walls_at_the_lattice_spacing(still_run: StillRun) -> None:
+    """At every sample over 2 s, on the floor and on every side wall, no column of fluid
+    stands farther than 1.2 dp from the wall's innermost particle layer (DBC: 2 to 2.7 dp once
+    the water moves), and nothing is removed."""
+    worst = still_run.gaps.max(axis=0)
+    assert np.all(worst <= 1.2), f"largest gaps [dp] floor, x-, x+, y-, y+: {worst}"
+    assert still_run.removed == 0
+
+
+def test_floor_carries_the_hydrostatic_pressure(still_run: StillRun) -> None:
+    """Pressure sensors on the floor (the wall surface, z = 0), averaged over the last 0.25 s,
+    read rho0 |g| h within 2 %, h the 0.14 m depth of the water."""
+    cfg = still_run.cfg
+    expected = cfg.physics.rho0 * cfg.gravity_magnitude * DEPTH
+    for name, value in still_run.floor_pressure.items():
+        assert value == pytest.approx(expected, rel=0.02), (name, value, expected)
+
+
+def test_kinetic_energy_decays(still_run: StillRun) -> None:
+    """The settling motion (the water starts at its hydrostatic density on walls at rho0)
+    dies away: the kinetic energy over the last 0.5 s is below a tenth of its mean over the
+    first 0.25 s, and it does not grow over the second second."""
+    t, kinetic = still_run.times, still_run.kinetic
+    early = kinetic[t <= 0.25].mean()
+    late = kinetic[t >= END - 0.5].mean()
+    assert late < 0.1 * early, (late, early)
+    second = kinetic[t >= 1.0]
+    assert second[len(second) // 2 :].mean() <= second[: len(second) // 2].mean()
