@@ -17,11 +17,11 @@ solver based on SPH", CPC 187, section 2.4):
 
 Boundary particles stay still. Under DBC (Crespo et al. 2007) they integrate their density,
 clamped to rho0 from below as OpenFPM and DualSPHysics do; under mDBC (English et al. 2022)
-their density is set before each interaction (solver/physics/mdbc.py) and the update keeps
-it. A fluid particle is flagged for removal when it leaves the domain or its density leaves
-[rho_min, rho_max] (DualSPHysics' "excluded" particles), with the reason (REMOVED_OUTSIDE, REMOVED_DENSITY) in its `removed`
-flag; it stays frozen and out of every interaction until the next neighbour-grid sort drops it
-and counts it by reason. NaN fails both tests.
+their density is set before each interaction (solver/physics/mdbc.py) and the update keeps it.
+A fluid particle is flagged for removal when it leaves the domain or its density leaves
+[rho_min, rho_max] (DualSPHysics' "excluded" particles), with the reason (REMOVED_OUTSIDE,
+REMOVED_DENSITY) in its `removed` flag; it stays frozen and out of every interaction until the
+next neighbour-grid sort drops it and counts it by reason. NaN fails both tests.
 """
 
 from collections.abc import Callable
