@@ -31,8 +31,9 @@ def linear_field(position: np.ndarray) -> np.ndarray:
 
 
 def still_tank() -> Config:
-    """The still-water tank: 0.2 x 0.1 x 0.2 m closed box, dp 0.01, water 0.15 m deep."""
-    return load_config(STILL_WATER)
+    """The still-water tank with mDBC walls: 0.2 x 0.1 x 0.2 m closed box, dp 0.01, water
+    0.15 m deep."""
+    return load_config(STILL_WATER, ["physics.boundary=mdbc"])
 
 
 def test_linear_density_field_is_continued_exactly(on_backend: str) -> None:
