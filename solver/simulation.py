@@ -319,8 +319,9 @@ class Simulation:
         read), the removal flags still waiting for a sort, the interaction's outputs (cheap,
         and they keep a restored step independent of which arrays the kernels happen to
         rewrite first), and the cell grid's offsets and drop counters: with a skin the next
-        steps reuse the last sort's cells without sorting again. The sort's own buffers (keys, order) are rebuilt by every
-        sort before they are read, and the spare arrays of the reorder only receive data.
+        steps reuse the last sort's cells without sorting again. The sort's own buffers (keys,
+        order) are rebuilt by every sort before they are read, and the spare arrays of the
+        reorder only receive data.
         """
         p, g = self.particles, self.grid
         arrays = {f"particles.{name}": getattr(p, name) for name in STATE}
