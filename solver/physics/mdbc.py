@@ -3,12 +3,12 @@
 English, Dominguez, Vacondio, Crespo, Stansby, Lind, Chiapponi and Gomez-Gesteira (2022),
 "Modified dynamic boundary conditions (mDBC) for general-purpose smoothed particle
 hydrodynamics (SPH): application to tank sloshing, dam break and fish pass problems",
-Computational Particle Mechanics 9, 1-15, section 2.2.
+Computational Particle Mechanics 9, 1-15, section 2.
 
 Every boundary particle b has a ghost node x_g = x_b + g_b, its mirror image through the
 boundary surface (the scene's `ghost` vectors; the surface lies dp/2 beyond the innermost
 layer). The fluid density around the ghost node is extrapolated to first order (a linear
-field, corrected by the kernel moments as in Liu and Liu 2006), eq. (7)-(9) of the paper:
+field, corrected by the kernel moments as in Liu and Liu 2006), as the paper describes:
 
     A [rho_g, grad rho_g] = b,
     A = [ sum V_j W_gj         sum V_j (x_j - x_g)^T W_gj         ]
@@ -43,9 +43,10 @@ FLUID = int(ParticleKind.FLUID)
 tait_pressure = taichi_func(eos.tait_pressure)
 
 DETERMINANT_LIMIT = 1e-3
-"""|det A| below which the first-order correction is replaced by the Shepard value (the
-limit DualSPHysics uses for mDBC in 3D; A is the dimensionless moment matrix above, det A = 1
-for a full kernel support)."""
+"""|det A| below which the first-order correction is replaced by the Shepard value. A is the
+dimensionless moment matrix above, with det A = 1 for a full kernel support, so 1e-3 keeps the
+fit wherever the ghost node has a usable neighbourhood on more than one side (our choice of
+the paper's threshold, not tuned to any case)."""
 
 
 class BoundaryDensity(NamedTuple):
