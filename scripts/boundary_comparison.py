@@ -23,10 +23,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from solver.output.probes import read_probes  # noqa: E402
-from solver.validation.metrics import compute_metrics  # noqa: E402
+from solver.validation.metrics import DBC_FRONT_BAND_DP, compute_metrics  # noqa: E402
 from solver.validation.run_folder import RunFolder  # noqa: E402
-
-DBC_FRONT_BAND_DP = 3.0
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ from solver.particle_kind import ParticleKind
 from solver.snapshot import Snapshot
 
 __all__ = [
+    "DBC_FRONT_BAND_DP",
     "DEFAULT_FRONT_BAND_DP",
     "DEFAULT_FRONT_PERCENTILE",
     "FluidMetrics",
@@ -45,8 +46,10 @@ DEFAULT_FRONT_PERCENTILE = 99.5
 #: particle layers of water resting on the floor (under mDBC at dp/2 and 3 dp/2). Under DBC
 #: (Crespo et al. 2007) moving water rides 2 to 2.7 dp above the wall's particle layer while
 #: the layer placed at 1 dp stays pinned where the column stood, so a DBC run needs
-#: `--front-band-dp 3` to follow the surge rather than that pinned layer.
+#: `--front-band-dp 3` (DBC_FRONT_BAND_DP) to follow the surge rather than that pinned layer.
 DEFAULT_FRONT_BAND_DP = 2.0
+#: The near-floor band, in dp, that follows the surge of a DBC run (see above).
+DBC_FRONT_BAND_DP = 3.0
 
 
 @dataclass(frozen=True)
