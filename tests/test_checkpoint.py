@@ -474,7 +474,7 @@ def test_health_check_finds_a_nan_on_every_backend(on_backend: str, integrator: 
     sim = Simulation(cfg)
     sim.step()
     health = HealthCheck(sim, HealthLimits(cfg.time.dt_min, cfg.physics.max_removed))
-    health.check(1.0)
+    health.check()
     assert sim.nonfinite == 0
     p = sim.particles
     fluid = np.flatnonzero(p.kind.to_numpy()[: p.count] == ParticleKind.FLUID)
@@ -486,7 +486,7 @@ def test_health_check_finds_a_nan_on_every_backend(on_backend: str, integrator: 
     named = r"first: id \d+ at x = " if integrator == "verlet" else r"mid-step sort"
     with pytest.raises(NumericalFailureError, match=r"non-finite values in \d+ particle\(s\) "
                        r"at step 2, t = .* " + named):  # fmt: skip
-        health.check(1.0)
+        health.check()
 
     sim = Simulation(cfg)
     sim.step()
@@ -496,7 +496,7 @@ def test_health_check_finds_a_nan_on_every_backend(on_backend: str, integrator: 
     p.velocity.from_numpy(velocity)
     sim.step()
     with pytest.raises(NumericalFailureError, match=r"non-finite values .* at step 2"):
-        HealthCheck(sim, HealthLimits(cfg.time.dt_min, cfg.physics.max_removed)).check(1.0)
+        HealthCheck(sim, HealthLimits(cfg.time.dt_min, cfg.physics.max_removed)).check()
 
 
 def test_probe_writer_resumes_after_the_rows_written(tmp_path: Path) -> None:
