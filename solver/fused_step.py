@@ -86,11 +86,12 @@ def build_verlet_step(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
                 cell_offsets, acceleration, density_rate, maxima, slot, stress,
             )  # fmt: skip
-        dt = 0.0
-        span = 0.0
+        # Taken even in a halted kernel (whose update loop is empty): assigned under a
+        # condition, dt compiled to other roundings of the update on the CPU (1 ulp in
+        # positions), and the batched steps would no longer equal the single steps.
+        dt = device_time_step(maxima[slot], records[0][REMAINING])
+        span = integrator.verlet_span(dt, records[0][DT_PREV])
         if batch.running(records):
-            dt = device_time_step(maxima[slot], records[0][REMAINING])
-            span = integrator.verlet_span(dt, records[0][DT_PREV])
             integrator.clear_health(health)
         for i in range(live):
             verlet_particle(
