@@ -266,7 +266,7 @@ class Simulation:
         return int(step % every == every - 1)
 
     def _launch_step(self, k: int, slot: int, remaining: float) -> None:
-        """Launch step k of a batch (see solver/fused_step.py): sort and no read-back."""
+        """Launch step k of a batch (see solver/fused_step.py): no sort, no read-back."""
         p = self.particles
         stress = self._stress_arrays()
         if k % 2:  # each step taken before this one swaps tau and tau_next
@@ -482,8 +482,8 @@ class Simulation:
         self.dt = float(state["dt"])
         self.moved = float(state["moved"])
         self.flagged = int(state["flagged"])
-        # A batch's target and the device's count of the time to it (absent from a state
-        # taken between single steps): the next batch goes on with them.
+        # A batch's target and the device's count of the time to it (absent from checkpoints
+        # written before batches existed): the next batch goes on with them.
         until = float(state.get("until", math.nan))
         self._until = None if math.isnan(until) else until
         self._remaining = float(state.get("remaining", 0.0))
