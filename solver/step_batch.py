@@ -20,7 +20,8 @@ The batch array holds MAX_STEPS + 1 rows of COLUMNS floats (the solver's precisi
 
 - row 0, the control: REMAINING time to the target (set by the host when it names a new target,
   then decreased by each step's dt on the device), DT_PREV (the step before, for the Verlet
-  span), MOVED (the skin bound since the last sort), HALTED and TAKEN (steps taken so far);
+  span), MOVED (the skin bound since the last sort), HALTED and TAKEN (steps taken so far;
+  the sixth column is unused);
 - row 1 + k, the record of step k of the batch: its DT, A_MAX and V_MAX (the maxima of its
   interaction), the counts of NONFINITE particles and of particles FLAGGED for removal, and
   its EVENTS (LANDED, SORT_DUE, AT_FLOOR, NONFINITE_STATE: why it stopped the batch).

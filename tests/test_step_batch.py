@@ -68,6 +68,21 @@ def test_advance_lands_on_its_targets_whatever_the_batch_size(on_backend: str) -
     np.testing.assert_allclose(by_id(batched, "density"), by_id(stepped, "density"), rtol=1e-5)
 
 
+def test_batches_carry_the_sps_stress(on_cpu: str) -> None:
+    """Under laminar_sps each step reads the stress tau the step before wrote into tau_next:
+    the launches of a batch alternate the two arrays, and the host swaps them once for each
+    odd number of steps taken. Batched and one-step batches give the same bits, tau too."""
+    cfg = load_config(QUICK, [*SKIN, "physics.viscosity=laminar_sps"])
+    batched, single = Simulation(cfg), Simulation(cfg)
+    for until in (0.01, 0.02):
+        run_to(batched, until)
+        run_to(single, until, max_steps=1)
+    got, expected = batched.state(), single.state()
+    assert np.any(got["particles.tau"] != 0.0)
+    for name in expected:
+        assert got[name].tobytes() == expected[name].tobytes(), name
+
+
 def _neighbour_counts(
     position: ti.Ndarray,
     removed: ti.Ndarray,
