@@ -200,3 +200,23 @@ def test_a_nan_mid_batch_stops_it_at_that_step(on_backend: str) -> None:
     health = HealthCheck(full, HealthLimits(cfg.time.dt_min, cfg.physics.max_removed))
     with pytest.raises(NumericalFailureError, match=rf"non-finite values .* at step {start + 4},"):
         health.check()
+
+
+def test_the_time_step_floor_mid_batch_stops_it_at_that_step(on_cpu: str) -> None:
+    """time.dt_min = 0.4025 ms, just under the quick case's first CFL steps (0.4039 ms, then
+    falling): a batch stops at the first step pushed down to the floor (the 8th), the step
+    one-step batches find too, and the health check names it."""
+    cfg = load_config(QUICK, [*SKIN, "time.dt_min=4.025e-4"])
+    batched, single = Simulation(cfg), Simulation(cfg)
+    calls = 0
+    while not batched.at_dt_floor and batched.time < 0.01:
+        batched.advance(0.01)
+        calls += 1
+    while not single.at_dt_floor and single.time < 0.01:
+        single.advance(0.01, max_steps=1)
+    assert batched.at_dt_floor and single.at_dt_floor
+    assert batched.steps == single.steps == 8 and calls == 2
+    assert batched.dt == pytest.approx(cfg.time.dt_min, rel=1e-6)
+    health = HealthCheck(batched, HealthLimits(cfg.time.dt_min, cfg.physics.max_removed))
+    with pytest.raises(NumericalFailureError, match=r"at its floor .* at step 8,"):
+        health.check()
