@@ -387,8 +387,11 @@ class Simulation:
         is due (the next call sorts first) or when the run's health needs a look (a
         non-finite value, the time step at its floor; see solver/health.py). Within one target
         the result does not depend on how the steps are split into calls: the device's count
-        of the remaining time goes on from call to call, in the device's float type.
+        of the remaining time goes on from call to call, in the device's float type. Takes no
+        step when `until` is not ahead.
         """
+        if until <= self.time:
+            return
         if not self._batched:
             for _ in range(max_steps):
                 self.step(until - self.time)
