@@ -4,8 +4,10 @@ At the seed case's size a step's kernel runs on the H200 for about as long as th
 prepare its launch, and a step that hands its time step back to the host (a kernel return
 value, a `to_numpy`) makes the host wait for the device and the device wait for the next
 launch: the two add up instead of overlapping. Taichi's CUDA launches are asynchronous as long
-as nothing is read back, so the host launches K step kernels in a row, none returning a value,
-and reads back one small array at the end.
+as nothing is read back (taichi/runtime/cuda/kernel_launcher.cpp in 1.7: ndarray arguments
+need no copy, so nothing synchronises the stream; a kernel's return value is what the Python
+side waits for), so the host launches K step kernels in a row, none returning a value, and
+reads back one small array at the end.
 
 The host cannot know in advance where the batch has to stop: at the batch's target time (an
 output time), when a neighbour sort is due (the skin bound `moved` exceeds skin * 2H, see
@@ -13,8 +15,20 @@ Simulation._sort_if_needed), or when the run's health needs the host (a non-fini
 time step at its floor; solver/health.py). The device knows after each step, so it keeps the
 batch's bookkeeping in the batch array and, once a step stops the batch, raises its HALTED
 flag: every later kernel of the batch reads the flag and runs its particle loops over zero
-particles (the loop bound is read from the array on the device: `live_count`), so it changes
-nothing. The host reads how many steps were taken and sorts when the last one said so.
+particles, so it changes nothing. The loop bound is read from the array on the device
+(`live_count`): Taichi 1.7.4 evaluates such a bound in a serial task before the loop, as it
+does a bound passed as an argument, on CPU, CUDA and SPIR-V alike (tests/test_step_batch.py
+shows on the CPU and on Vulkan that the later kernels change nothing). The host reads how many
+steps were taken and sorts when the last one said so.
+
+What is bitwise: a step computes what the one-launch step computed before batches, and within
+one target time the result does not depend on how the steps are split into batches (the time
+left goes on from batch to batch), so runs, checkpoints and resumes are bitwise per backend.
+What is not: the time left is counted down in the device's float type from the host's value
+at the target's start, where single steps each took the limit afresh from the host's f64
+time, so the step that lands on a target may differ from theirs by the float rounding of that
+count; and the skin bound `moved` is summed in the device's float type (it was f64 on the
+host), which can move a sort by a step where the bound is crossed within rounding.
 
 The batch array holds MAX_STEPS + 1 rows of COLUMNS floats (the solver's precision):
 
