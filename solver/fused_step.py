@@ -8,6 +8,11 @@ passes as consecutive top-level loops is launched once; Taichi runs its loops on
 other on the device, so the update still reads the finished interaction and the time step
 taken from its maxima. The particle functions are those of the separate kernels, which the
 benchmarks' phase timing uses, so both paths compute the same results.
+
+The kernel returns nothing: it takes part in a batch of steps launched back to back
+(solver/step_batch.py), reading the remaining time and the last dt from the batch array and
+writing its record there, and it does nothing once an earlier step of the batch has stopped
+it. A kernel that returned its time step would make every launch wait for the device.
 """
 
 import taichi as ti
@@ -16,6 +21,7 @@ from solver.integrate import Integrator
 from solver.neighbors import CellGrid
 from solver.physics.interaction import Interaction
 from solver.physics.mdbc import BoundaryDensity
+from solver.step_batch import DT_PREV, REMAINING, BatchControl
 
 
 def build_verlet_step(
@@ -23,13 +29,15 @@ def build_verlet_step(
     integrator: Integrator,
     grid: CellGrid,
     boundary: BoundaryDensity | None,
+    batch: BatchControl,
 ):
-    """The kernel of one Verlet step on `grid`; returns what `Integrator.verlet` returns.
+    """The kernel of one Verlet step on `grid`, as step k of a batch (see `BatchControl`).
 
     `boundary` is the mDBC pass, None under DBC. The grid's geometry is compiled in rather
     than passed: every argument adds to the host's cost of a launch, vectors most; for that
     reason the SPS closure (`interaction.sps`) gets a kernel of its own, which takes tau and
-    tau_next after the other arguments, as the interaction kernel does.
+    tau_next after the other arguments, as the interaction kernel does. `remaining`, `dt_prev`
+    and `moved` are read by the batch's first kernel only (k = 0).
     """
     mdbc = boundary is not None
     boundary_particle = boundary.particle if mdbc else None
@@ -55,33 +63,43 @@ def build_verlet_step(
         density_rate: ti.template(),
         maxima: ti.template(),
         slot,
-        dt_limit,
-        dt_prev,
         euler,
         health: ti.template(),
+        records: ti.template(),
+        k,
+        remaining,
+        dt_prev,
+        moved,
         stress: ti.template(),
     ):
         """The step's loops; called at a kernel's top level, they stay its parallel loops."""
+        batch.begin(records, k, remaining, dt_prev, moved)
+        live = batch.live_count(records, n)
         if ti.static(mdbc):
-            for i in range(n):
+            for i in range(live):
                 boundary_particle(
                     i, position, ghost, density, pressure, kind, removed, lo, inv_cell, dims,
                     cell_offsets,
                 )  # fmt: skip
-        for i in range(n):
+        for i in range(live):
             interact_particle(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
                 cell_offsets, acceleration, density_rate, maxima, slot, stress,
             )  # fmt: skip
-        dt = device_time_step(maxima[slot], dt_limit)
-        span = integrator.verlet_span(dt, dt_prev)
-        integrator.clear_health(health)
-        for i in range(n):
+        # Taken even in a halted kernel (whose update loop is empty): assigned under a
+        # condition, dt compiled to other roundings of the update on the CPU (1 ulp in
+        # positions), and the batched steps would no longer equal the single steps.
+        dt = device_time_step(maxima[slot], records[0][REMAINING])
+        span = integrator.verlet_span(dt, records[0][DT_PREV])
+        if batch.running(records):
+            integrator.clear_health(health)
+        for i in range(live):
             verlet_particle(
                 i, position, velocity, velocity_prev, density, density_prev, kind, acceleration,
                 density_rate, pressure, removed, dt, span, euler, health,
             )  # fmt: skip
-        return integrator.step_result(dt, maxima[slot], health)
+        if batch.running(records):
+            batch.finish(records, k, dt, maxima[slot], health)
 
     @ti.kernel
     def interact_and_verlet(
@@ -100,15 +118,18 @@ def build_verlet_step(
         density_rate: ti.types.ndarray(ndim=1),
         maxima: ti.types.ndarray(ndim=1),
         slot: ti.i32,
-        dt_limit: float,
-        dt_prev: float,
         euler: ti.i32,
         health: ti.types.ndarray(dtype=ti.i32, ndim=1),
-    ) -> integrator.step_info:
-        return step(
+        records: ti.types.ndarray(ndim=1),
+        k: ti.i32,
+        remaining: float,
+        dt_prev: float,
+        moved: float,
+    ):
+        step(
             position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
-            removed, n, cell_offsets, acceleration, density_rate, maxima, slot, dt_limit,
-            dt_prev, euler, health, (),
+            removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
+            records, k, remaining, dt_prev, moved, (),
         )  # fmt: skip
 
     @ti.kernel
@@ -128,17 +149,20 @@ def build_verlet_step(
         density_rate: ti.types.ndarray(ndim=1),
         maxima: ti.types.ndarray(ndim=1),
         slot: ti.i32,
-        dt_limit: float,
-        dt_prev: float,
         euler: ti.i32,
         health: ti.types.ndarray(dtype=ti.i32, ndim=1),
+        records: ti.types.ndarray(ndim=1),
+        k: ti.i32,
+        remaining: float,
+        dt_prev: float,
+        moved: float,
         tau: ti.types.ndarray(ndim=1),
         tau_next: ti.types.ndarray(ndim=1),
-    ) -> integrator.step_info:
-        return step(
+    ):
+        step(
             position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
-            removed, n, cell_offsets, acceleration, density_rate, maxima, slot, dt_limit,
-            dt_prev, euler, health, (tau, tau_next),
+            removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
+            records, k, remaining, dt_prev, moved, (tau, tau_next),
         )  # fmt: skip
 
     return interact_and_verlet_sps if interaction.sps else interact_and_verlet

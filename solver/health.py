@@ -1,16 +1,20 @@
-"""The run's numerical health, checked after every step: a non-finite value in the particle
-state, a time step pushed down to its floor, too many particles removed.
+"""The run's numerical health, checked after every batch of steps: a non-finite value in the
+particle state, a time step pushed down to its floor, too many particles removed.
 
 The integration kernels count, as they write each particle, the particles whose new position,
 velocity or density is NaN or infinite (tested on the bits, so Taichi's fast math cannot fold
-the test away) and the particles they flag for removal, and return both with the time step:
+the test away) and the particles they flag for removal, and report both with the time step:
 the check costs no launch and no read-back of its own. Every removed particle is flagged once
 before a sort drops it, so the flags counted so far are the removed particles. A non-finite
 particle is also flagged (NaN fails the domain test), and both halves of the symplectic scheme
-count, so a blow-up is caught at the step it happens, on every backend.
+count, so a blow-up is caught at the step it happens, on every backend: a batch of steps
+(solver/step_batch.py) stops at the step that found it, so the check after the batch names
+that step.
 
 The time-step floor: `time_step` never returns less than time.dt_min, so the CFL step has
-reached the floor when the step taken equals dt_min although the output times allowed more.
+reached the floor when the step taken equals dt_min although the output times allowed more
+(`at_time_step_floor`); that step stops its batch too. The share of removed particles is
+checked at the end of each batch (at most one batch late).
 """
 
 from dataclasses import dataclass
@@ -36,14 +40,14 @@ class HealthLimits:
 
 
 class HealthCheck:
-    """The per-step check of one simulation."""
+    """The check of one simulation after its steps."""
 
     def __init__(self, sim: Simulation, limits: HealthLimits) -> None:
         self.sim = sim
         self.limits = limits
 
-    def check(self, dt_limit: float) -> None:
-        """Raise NumericalFailureError if the step just taken (allowed up to dt_limit) went bad."""
+    def check(self) -> None:
+        """Raise NumericalFailureError if the last step taken went bad."""
         sim, p = self.sim, self.sim.particles
         nonfinite, removed = sim.nonfinite, sim.flagged
         where = f"at step {sim.steps}, t = {sim.time:.9g} s"
@@ -57,8 +61,7 @@ class HealthCheck:
             raise NumericalFailureError(
                 f"non-finite values in {nonfinite} particle(s) {where}; {first}"
             )
-        # The device takes the step in its own precision: dt_min to float32 rounding.
-        if sim.dt <= self.limits.dt_min * (1.0 + 1e-6) and self.limits.dt_min < dt_limit:
+        if sim.at_dt_floor:
             raise NumericalFailureError(
                 f"time step at its floor time.dt_min = {self.limits.dt_min:g} s {where}; "
                 "fastest particles: " + self._describe(self._fastest_indices())

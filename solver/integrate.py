@@ -78,6 +78,28 @@ def cfl_time_step(
     return max(cfl * min(force_limit, wave_limit), dt_min)
 
 
+def lands_on_limit(dt: float, dt_limit: float) -> bool:
+    """Whether a step of dt, taken under the limit dt_limit, ends on the limit.
+
+    The device holds the limit only to its float precision, so a step within 1e-6 relative of
+    it counts as landing (the host then counts the exact limit): a run lands on its output
+    times instead of leaving a sliver of a step before them.
+    """
+    return dt_limit <= dt * (1.0 + 1e-6)
+
+
+def at_time_step_floor(dt: float, dt_limit: float, dt_min: float) -> bool:
+    """Whether the CFL step has been pushed down to its floor dt_min (to float32 rounding)
+    although the limit of the step allowed more: the run's health check stops it there."""
+    return dt <= dt_min * (1.0 + 1e-6) and dt_min < dt_limit
+
+
+def displacement_bound(dt: float, v_max: float, a_max: float) -> float:
+    """How far a Verlet step of dt moves a particle at most: dt v_max + dt^2 a_max / 2 (the
+    skin's bookkeeping between neighbour sorts)."""
+    return dt * v_max + 0.5 * dt * dt * a_max
+
+
 def time_step(cfg: Config, a_max: float, v_max: float, visc_max: float) -> float:
     """`cfl_time_step` with the constants of `cfg`."""
     t = cfg.time
@@ -99,10 +121,6 @@ class Integrator(NamedTuple):
     """ti.func (maxima, dt_limit) -> dt: the CFL step, shortened to dt_limit."""
     clear_health: Callable
     """ti.func (health): zero the health counts before an update."""
-    step_result: Callable
-    """ti.func (dt, maxima row, health) -> step_info: what the kernels return."""
-    step_info: type
-    """The vector type the kernels return (dt, max |a|, max |v|, non-finite, flagged)."""
 
 
 def build_integrator(cfg: Config) -> Integrator:
@@ -335,6 +353,5 @@ def build_integrator(cfg: Config) -> Integrator:
         return step_result(dt, ti.Vector([0.0, 0.0]), health)
 
     return Integrator(
-        verlet, predict, correct, verlet_particle, verlet_span, device_time_step, clear_health,
-        step_result, step_info,
-    )  # fmt: skip
+        verlet, predict, correct, verlet_particle, verlet_span, device_time_step, clear_health
+    )

@@ -1,5 +1,6 @@
-"""Ctrl-C and SIGTERM during a run: the first asks the time loop to stop after the current step
-(it then writes a checkpoint and exits 130), the second stops at once (KeyboardInterrupt).
+"""Ctrl-C and SIGTERM during a run: the first asks the time loop to stop after the current batch
+of steps (it then writes a checkpoint and exits 130), the second stops at once
+(KeyboardInterrupt).
 
 Stopping at once is safe for the files because every output is written under a temporary name
 and renamed into place, and probes.csv rows go out in one write each.

@@ -22,6 +22,7 @@ from solver.neighbors import CellGrid, grid_dims
 from solver.parallel.reduce import SlotMaximum
 from solver.particles import ParticleArrays
 from solver.scene import particle_count_bound
+from solver.step_batch import batch_nbytes
 
 __all__ = [
     "HOST_SCENE_BYTES",
@@ -79,6 +80,7 @@ def estimate(cfg: Config) -> MemoryEstimate:
         )
         + CellGrid.nbytes(cells, capacity)
         + SlotMaximum.nbytes(_TIMESTEP_COMPONENTS, real_bytes)
+        + batch_nbytes(real_bytes)
     )
     return MemoryEstimate(particles=capacity, cells=cells, device_bytes=device)
 

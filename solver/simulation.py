@@ -1,6 +1,6 @@
-"""The simulation: a case's particles on the running Taichi backend and the time step that
-advances them (neighbour sort when needed, boundary density under mDBC, interaction, CFL time
-step, integration)."""
+"""The simulation: a case's particles on the running Taichi backend and the time steps that
+advance them (neighbour sort when needed, boundary density under mDBC, interaction, CFL time
+step, integration), one at a time or in batches launched without a read-back between steps."""
 
 from __future__ import annotations
 
@@ -9,9 +9,17 @@ import math
 import numpy as np
 import taichi as ti
 
+from solver.batch_size import batch_size
 from solver.config import Config
 from solver.fused_step import build_verlet_step
-from solver.integrate import REMOVED_DENSITY, REMOVED_OUTSIDE, build_integrator
+from solver.integrate import (
+    REMOVED_DENSITY,
+    REMOVED_OUTSIDE,
+    at_time_step_floor,
+    build_integrator,
+    displacement_bound,
+    lands_on_limit,
+)
 from solver.neighbors import CellGrid
 from solver.parallel.reduce import SlotMaximum
 from solver.particle_kind import ParticleKind
@@ -22,6 +30,22 @@ from solver.physics.interaction import build_interaction
 from solver.physics.mdbc import build_boundary_density
 from solver.scene import Scene, build_scene
 from solver.snapshot import Snapshot
+from solver.step_batch import (
+    A_MAX,
+    AT_FLOOR,
+    DT,
+    EVENTS,
+    FLAGGED,
+    LANDED,
+    MAX_STEPS,
+    MOVED,
+    NONFINITE,
+    REMAINING,
+    TAKEN,
+    V_MAX,
+    allocate_batch,
+    build_batch_control,
+)
 
 
 def initial_density(cfg: Config, scene: Scene) -> np.ndarray:
@@ -73,17 +97,37 @@ class Simulation:
         self._health = ti.ndarray(ti.i32, shape=2)
         self.nonfinite = 0
         """Particles the last step left with a NaN or infinite position, velocity or density."""
+        self.at_dt_floor = False
+        """Whether the last step's CFL step was at its floor time.dt_min (see health.py)."""
+        self.landed = False
+        """Whether the last step ended on its limit (the target of `advance`)."""
         self.flagged = 0
         """Fluid particles flagged for removal so far (each is flagged once, then dropped)."""
         self.skin = resolve_skin(cfg)
+        # The skin's distance in the device's float type: the device decides with it when a
+        # batch stops for a sort, the host whether to sort, from the same `moved` value.
+        skin_bound = self.skin * cfg.support_radius
+        self._skin_bound = skin_bound if dtype == ti.f64 else float(np.float32(skin_bound))
         self._interaction = build_interaction(cfg, self.skin)
         self._integrator = build_integrator(cfg)
         self._boundary = (
             build_boundary_density(cfg, self.skin) if cfg.physics.boundary == "mdbc" else None
         )
+        self._records = allocate_batch(dtype)
         self._verlet_step_kernel = build_verlet_step(
-            self._interaction, self._integrator, self.grid, self._boundary
+            self._interaction,
+            self._integrator,
+            self.grid,
+            self._boundary,
+            build_batch_control(cfg.time.dt_min, self._skin_bound),
         )
+        self._full_step = (0.0, 0.0)
+        """The last step not shortened to a target: its dt and how far it could move a
+        particle (0: none yet), from which a batch's length is guessed."""
+        self._until: float | None = None
+        """The target time of the batches under way (None: the next batch sets one)."""
+        self._remaining = 0.0
+        """Time from now to `_until` as the device counts it (its float type)."""
         self.moved = math.inf
         """Bound on how far any particle moved since the last sort (inf: sort now) [m]."""
         self.sorts = 0
@@ -122,7 +166,7 @@ class Simulation:
         particle has moved farther than that since (the Verlet-list argument of Verlet 1967,
         applied to cells as in Dominguez et al. 2011).
         """
-        if self.moved <= self.skin * self.cfg.support_radius and not self.symplectic:
+        if self.moved <= self._skin_bound and not self.symplectic:
             return
         self._sort()
 
@@ -215,32 +259,67 @@ class Simulation:
         taken[3:] += corrected[3:]  # both halves count non-finite and flagged particles
         return taken
 
-    def _euler_now(self) -> int:
-        """1 on the steps where Verlet takes its Euler step (every verlet_euler_every)."""
+    def _euler_at(self, step: int) -> int:
+        """1 if step number `step` (0 the first) is one where Verlet takes its Euler step
+        (every verlet_euler_every)."""
         every = self.cfg.time.verlet_euler_every
-        return int(self.steps % every == every - 1)
+        return int(step % every == every - 1)
 
-    def _verlet_step_in_one_launch(self, dt_limit: float):
-        """Sort when due, then interaction, time step and Verlet update in one kernel launch
-        (see solver/fused_step.py); returns what the integration kernels return."""
-        with self.phase("neighbour sort"):
-            self._sort_if_needed()
+    def _launch_step(self, k: int, slot: int, remaining: float) -> None:
+        """Launch step k of a batch (see solver/fused_step.py): no sort, no read-back."""
         p = self.particles
-        slot = self._last_slot = self._maximum.next_slot()
-        taken = self._verlet_step_kernel(
+        stress = self._stress_arrays()
+        if k % 2:  # each step taken before this one swaps tau and tau_next
+            stress = stress[::-1]
+        self._verlet_step_kernel(
             p.position, p.ghost, p.velocity, p.velocity_prev, p.density, p.density_prev,
             p.pressure, p.kind, p.removed, p.count, self.grid.cell_offsets, p.acceleration,
-            p.density_rate, self._maximum.out, slot, dt_limit, self.dt, self._euler_now(),
-            self._health, *self._stress_arrays(),
-        ).to_numpy()  # fmt: skip
-        p.swap_stress()
-        return taken
+            p.density_rate, self._maximum.out, slot, self._euler_at(self.steps + k),
+            self._health, self._records, k, remaining, self.dt, self.moved, *stress,
+        )  # fmt: skip
+
+    def _step_batch(self, remaining: float, until: float | None, max_steps: int) -> None:
+        """Sort when due, then launch up to `max_steps` Verlet steps back to back and read back
+        their records once (solver/step_batch.py): the device stops the batch at the first
+        step that lands on the target `remaining` seconds away, makes a sort due or finds the
+        run unhealthy. The host then counts each step taken as `step` does; a step landing on
+        the target counts `until - time` (`remaining` itself when `until` is None, for a
+        batch of one step)."""
+        self._sort_if_needed()
+        launches = batch_size(max_steps, remaining, self._skin_bound - self.moved, *self._full_step)
+        slots = self._maximum.next_slots(launches)
+        for k in range(launches):
+            self._launch_step(k, slots[k], remaining)
+        records = self._records.to_numpy()
+        taken = int(records[0, TAKEN])
+        self._maximum.claim(taken)
+        self._last_slot = slots[taken - 1]
+        if taken % 2:
+            self.particles.swap_stress()
+        for record in records[1 : taken + 1]:
+            self.nonfinite = int(record[NONFINITE])
+            self.flagged += int(record[FLAGGED])
+            events = int(record[EVENTS])
+            self.at_dt_floor = bool(events & AT_FLOOR)
+            self.landed = bool(events & LANDED)
+            dt = float(record[DT])
+            if self.landed:  # the exact target, which the device holds to its precision
+                dt = until - self.time if until is not None else remaining
+            else:
+                reach = displacement_bound(dt, float(record[V_MAX]), float(record[A_MAX]))
+                self._full_step = (dt, reach)
+            self.dt = dt
+            self.time += dt
+            self.steps += 1
+        self.moved = float(records[0, MOVED])
+        self._remaining = float(records[0, REMAINING])
+        self._until = None if self.landed else until
 
     def _verlet_step(self, slot: int, dt_limit: float):
         """One Verlet (or Euler) update after a separate interaction launch; returns (dt,
         max |a|, max |v|, non-finite, flagged)."""
         p = self.particles
-        euler = self._euler_now()
+        euler = self._euler_at(self.steps)
         with self.phase("integration"):
             return self._integrator.verlet(
                 p.position,
@@ -262,34 +341,65 @@ class Simulation:
                 self._health,
             ).to_numpy()
 
+    @property
+    def _batched(self) -> bool:
+        """Whether steps run in batches of fused kernels: Verlet, unless a benchmark times the
+        phases (separate kernels, synchronised). The symplectic scheme stays host-driven, one
+        step at a time: its mid-step sort needs the host."""
+        return self.phase is untimed and not self.symplectic
+
     def step(self, dt_limit: float = math.inf) -> None:
         """Advance one time step: the CFL step, shortened to `dt_limit` when that is smaller
         (so a run lands exactly on its output times).
 
-        The step is taken on the device from the maxima of the interaction; the integration
-        kernel returns it, with the maxima and the health counts, which is the one read-back
-        of a step. A Verlet step is one kernel launch (plus a sort when due).
+        The step is taken on the device from the maxima of the interaction. A Verlet step is
+        one kernel launch (plus a sort when due), then one read-back of its record; `advance`
+        takes many steps per read-back.
         """
-        if self.phase is untimed and not self.symplectic:
-            taken = self._verlet_step_in_one_launch(dt_limit)
-        else:  # separate launches, each timed when benchmarks time the phases
-            slot = self._update_neighbours_and_forces()
-            if self.symplectic:
-                taken = self._symplectic_step(slot, dt_limit)
-            else:
-                taken = self._verlet_step(slot, dt_limit)
+        if self._batched:
+            self._step_batch(dt_limit, None, 1)
+            return
+        slot = self._update_neighbours_and_forces()
+        if self.symplectic:
+            taken = self._symplectic_step(slot, dt_limit)
+        else:
+            taken = self._verlet_step(slot, dt_limit)
         dt, a_max, v_max = (float(value) for value in taken[:3])
         self.nonfinite = int(taken[3])
         self.flagged += int(taken[4])
-        if dt_limit <= dt * (1.0 + 1e-6):
+        self.at_dt_floor = at_time_step_floor(dt, dt_limit, self.cfg.time.dt_min)
+        self.landed = lands_on_limit(dt, dt_limit)
+        if self.landed:
             # Shortened to the limit, which the device holds only to its float precision:
             # count it as the exact limit, so that the run lands on its output times.
             dt = dt_limit
-        # Verlet moves a particle by dt v + dt^2 a / 2 at most.
-        self.moved += dt * v_max + 0.5 * dt * dt * a_max
+        self.moved += displacement_bound(dt, v_max, a_max)
         self.dt = dt
         self.time += dt
         self.steps += 1
+        self._until = None
+
+    def advance(self, until: float, max_steps: int = MAX_STEPS) -> None:
+        """Take up to `max_steps` steps toward simulated time `until`, landing on it exactly,
+        with no read-back between steps where the scheme allows (Verlet, see `_batched`).
+
+        Returns early, after the step concerned, when a step lands on `until`, when a sort
+        is due (the next call sorts first) or when the run's health needs a look (a
+        non-finite value, the time step at its floor; see solver/health.py). Within one target
+        the result does not depend on how the steps are split into calls: the device's count
+        of the remaining time goes on from call to call, in the device's float type. Takes no
+        step when `until` is not ahead.
+        """
+        if until <= self.time:
+            return
+        if not self._batched:
+            for _ in range(max_steps):
+                self.step(until - self.time)
+                if self.landed or self.nonfinite or self.at_dt_floor:
+                    return
+            return
+        remaining = self._remaining if until == self._until else until - self.time
+        self._step_batch(remaining, until, max_steps)
 
     def snapshot(self) -> Snapshot:
         """The live particles now, with pressure from the current density."""
@@ -349,6 +459,8 @@ class Simulation:
         state["dt"] = np.float64(self.dt)
         state["moved"] = np.float64(self.moved)
         state["flagged"] = np.int64(self.flagged)
+        state["until"] = np.float64(math.nan if self._until is None else self._until)
+        state["remaining"] = np.float64(self._remaining)
         return state
 
     def restore(self, state: dict[str, np.ndarray]) -> None:
@@ -373,3 +485,8 @@ class Simulation:
         self.dt = float(state["dt"])
         self.moved = float(state["moved"])
         self.flagged = int(state["flagged"])
+        # A batch's target and the device's count of the time to it (absent from checkpoints
+        # written before batches existed): the next batch goes on with them.
+        until = float(state.get("until", math.nan))
+        self._until = None if math.isnan(until) else until
+        self._remaining = float(state.get("remaining", 0.0))

@@ -318,24 +318,29 @@ def test_a_folder_holding_a_run_is_refused(reference: Path, capsys: pytest.Captu
 def test_forced_nan_stops_with_exit_3_and_keeps_the_last_good_state(
     tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A NaN put into one fluid particle's velocity before step 31: the run stops after that
-    step (exit 3) naming the step, the time and the particle; the snapshots written before stay
+    """A NaN put into one fluid particle's velocity before step 31, in the middle of a batch
+    of steps launched without a read-back (a skin of 0.1, so that the batch runs from step 26
+    to the output time 0.02 s): the device stops the batch at that step, and the run stops
+    (exit 3) naming the step, the time and the particle; the snapshots written before stay
     and are finite, no snapshot of the bad state is written, and checkpoint.npz holds the
     state of the last snapshot, finite."""
-    step = Simulation.step
+    launch = Simulation._launch_step
+    planted_at = []
 
-    def step_with_nan(sim: Simulation, dt_limit: float = float("inf")) -> None:
-        if sim.steps == 30:
+    def launch_with_nan(sim: Simulation, k: int, slot: int, remaining: float) -> None:
+        if sim.steps + k == 30:
             p = sim.particles
             velocity = p.velocity.to_numpy()
             fluid = np.flatnonzero(p.kind.to_numpy()[: p.count] == ParticleKind.FLUID)
             velocity[fluid[0]] = np.nan
             p.velocity.from_numpy(velocity)
-        step(sim, dt_limit)
+            planted_at.append(k)
+        launch(sim, k, slot, remaining)
 
-    monkeypatch.setattr(Simulation, "step", step_with_nan)
+    monkeypatch.setattr(Simulation, "_launch_step", launch_with_nan)
     out = tmp_path / "run"
-    assert dambreak_run(*run_args(out, 0.2, 0.01)) == 3
+    assert dambreak_run(*run_args(out, 0.2, 0.01, "--set=neighbors.skin=0.1")) == 3
+    assert planted_at and planted_at[0] > 0  # within a batch, after some of its steps
     err = capsys.readouterr().err
     assert re.search(
         r"numerical failure: non-finite values in \d+ particle\(s\) at step 31, t = ", err
@@ -474,7 +479,7 @@ def test_health_check_finds_a_nan_on_every_backend(on_backend: str, integrator: 
     sim = Simulation(cfg)
     sim.step()
     health = HealthCheck(sim, HealthLimits(cfg.time.dt_min, cfg.physics.max_removed))
-    health.check(1.0)
+    health.check()
     assert sim.nonfinite == 0
     p = sim.particles
     fluid = np.flatnonzero(p.kind.to_numpy()[: p.count] == ParticleKind.FLUID)
@@ -486,7 +491,7 @@ def test_health_check_finds_a_nan_on_every_backend(on_backend: str, integrator: 
     named = r"first: id \d+ at x = " if integrator == "verlet" else r"mid-step sort"
     with pytest.raises(NumericalFailureError, match=r"non-finite values in \d+ particle\(s\) "
                        r"at step 2, t = .* " + named):  # fmt: skip
-        health.check(1.0)
+        health.check()
 
     sim = Simulation(cfg)
     sim.step()
@@ -496,7 +501,7 @@ def test_health_check_finds_a_nan_on_every_backend(on_backend: str, integrator: 
     p.velocity.from_numpy(velocity)
     sim.step()
     with pytest.raises(NumericalFailureError, match=r"non-finite values .* at step 2"):
-        HealthCheck(sim, HealthLimits(cfg.time.dt_min, cfg.physics.max_removed)).check(1.0)
+        HealthCheck(sim, HealthLimits(cfg.time.dt_min, cfg.physics.max_removed)).check()
 
 
 def test_probe_writer_resumes_after_the_rows_written(tmp_path: Path) -> None:

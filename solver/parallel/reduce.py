@@ -160,5 +160,14 @@ class SlotMaximum:
     def next_slot(self) -> int:
         """The slot the next kernel fills (it clears the other)."""
         slot = self._next
-        self._next = 1 - slot
+        self.claim(1)
         return slot
+
+    def next_slots(self, count: int) -> list[int]:
+        """The slots the next `count` kernels fill, in order, not yet claimed: kernels launched
+        in a batch that the device may cut short claim only those that ran (`claim`)."""
+        return [(self._next + k) % 2 for k in range(count)]
+
+    def claim(self, count: int) -> None:
+        """Record that `count` more kernels filled their slots, alternating."""
+        self._next = (self._next + count) % 2

@@ -1,0 +1,136 @@
+"""A batch of Verlet steps launched back to back, the device deciding where the batch stops.
+
+At the seed case's size a step's kernel runs on the H200 for about as long as the host takes to
+prepare its launch, and a step that hands its time step back to the host (a kernel return
+value, a `to_numpy`) makes the host wait for the device and the device wait for the next
+launch: the two add up instead of overlapping. Taichi's CUDA launches are asynchronous as long
+as nothing is read back (taichi/runtime/cuda/kernel_launcher.cpp in 1.7: ndarray arguments
+need no copy, so nothing synchronises the stream; a kernel's return value is what the Python
+side waits for), so the host launches K step kernels in a row, none returning a value, and
+reads back one small array at the end.
+
+The host cannot know in advance where the batch has to stop: at the batch's target time (an
+output time), when a neighbour sort is due (the skin bound `moved` exceeds skin * 2H, see
+Simulation._sort_if_needed), or when the run's health needs the host (a non-finite value, the
+time step at its floor; solver/health.py). The device knows after each step, so it keeps the
+batch's bookkeeping in the batch array and, once a step stops the batch, raises its HALTED
+flag: every later kernel of the batch reads the flag and runs its particle loops over zero
+particles, so it changes nothing. The loop bound is read from the array on the device
+(`live_count`): Taichi 1.7.4 evaluates such a bound in a serial task before the loop, as it
+does a bound passed as an argument, on CPU, CUDA and SPIR-V alike (tests/test_step_batch.py
+shows on the CPU and on Vulkan that the later kernels change nothing). The host reads how many
+steps were taken and sorts when the last one said so.
+
+What is bitwise: a step computes what the one-launch step computed before batches, and within
+one target time the result does not depend on how the steps are split into batches (the time
+left goes on from batch to batch), so runs, checkpoints and resumes are bitwise per backend.
+What is not: the time left is counted down in the device's float type from the host's value
+at the target's start, where single steps each took the limit afresh from the host's f64
+time, so the step that lands on a target may differ from theirs by the float rounding of that
+count; and the skin bound `moved` is summed in the device's float type (it was f64 on the
+host), which can move a sort by a step where the bound is crossed within rounding.
+
+The batch array holds MAX_STEPS + 1 rows of COLUMNS floats (the solver's precision):
+
+- row 0, the control: REMAINING time to the target (set by the host when it names a new target,
+  then decreased by each step's dt on the device), DT_PREV (the step before, for the Verlet
+  span), MOVED (the skin bound since the last sort), HALTED and TAKEN (steps taken so far;
+  the sixth column is unused);
+- row 1 + k, the record of step k of the batch: its DT, A_MAX and V_MAX (the maxima of its
+  interaction), the counts of NONFINITE particles and of particles FLAGGED for removal, and
+  its EVENTS (LANDED, SORT_DUE, AT_FLOOR, NONFINITE_STATE: why it stopped the batch).
+
+The control row is rewritten by the first kernel of each batch from the host's copies of
+dt_prev, moved and the remaining time, which the host takes from the row read back: the array
+carries nothing from one batch to the next, so a checkpoint needs only those host scalars.
+Counts are held as floats: exact up to 2^24 particles.
+"""
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import taichi as ti
+
+from solver.integrate import at_time_step_floor, displacement_bound, lands_on_limit
+from solver.physics.shared_formula import taichi_func
+
+MAX_STEPS = 64
+"""Most steps one batch launches (the rows of the batch array)."""
+COLUMNS = 6
+REMAINING, DT_PREV, MOVED, HALTED, TAKEN = range(5)
+"""Columns of the control row (row 0)."""
+DT, A_MAX, V_MAX, NONFINITE, FLAGGED, EVENTS = range(COLUMNS)
+"""Columns of a step's record (row 1 + k)."""
+LANDED, SORT_DUE, AT_FLOOR, NONFINITE_STATE = 1, 2, 4, 8
+"""Bits of EVENTS; a step with any of them stops the batch."""
+
+_lands = taichi_func(lands_on_limit)
+_at_floor = taichi_func(at_time_step_floor)
+_displacement = taichi_func(displacement_bound)
+
+
+def allocate_batch(dtype) -> ti.Ndarray:
+    """A batch array of the solver's float type `dtype`."""
+    return ti.Vector.ndarray(COLUMNS, dtype, shape=MAX_STEPS + 1)
+
+
+def batch_nbytes(real_bytes: int) -> int:
+    """Device bytes of a batch array."""
+    return (MAX_STEPS + 1) * COLUMNS * real_bytes
+
+
+class BatchControl(NamedTuple):
+    """The Taichi functions a step kernel calls to take part in a batch (see the module)."""
+
+    begin: Callable
+    """ti.func (batch, k, remaining, dt_prev, moved): the first kernel (k = 0) writes the
+    control row; the others leave it as the step before left it."""
+    live_count: Callable
+    """ti.func (batch, n) -> n, or 0 once the batch has halted: the particle loops' bound."""
+    running: Callable
+    """ti.func (batch) -> whether this kernel takes its step (the batch has not halted)."""
+    finish: Callable
+    """ti.func (batch, k, dt, maxima row, health): record step k and decide whether it stops
+    the batch."""
+
+
+def build_batch_control(dt_min: float, skin_bound: float) -> BatchControl:
+    """The batch functions of a case: `dt_min` is time.dt_min, `skin_bound` the distance the
+    particles may move between sorts (skin * 2H, as the host rounds it to the device's float
+    type, so that host and device agree on when a sort is due)."""
+
+    @ti.func
+    def begin(batch: ti.template(), k, remaining, dt_prev, moved):
+        if k == 0:
+            batch[0] = ti.Vector([remaining, dt_prev, moved, 0.0, 0.0, 0.0])
+
+    @ti.func
+    def running(batch: ti.template()) -> bool:
+        return batch[0][HALTED] == 0.0
+
+    @ti.func
+    def live_count(batch: ti.template(), n):
+        return ti.select(running(batch), n, 0)
+
+    @ti.func
+    def finish(batch: ti.template(), k, dt, maxima_row, health: ti.template()):
+        control = batch[0]
+        remaining = control[REMAINING]
+        moved = control[MOVED] + _displacement(dt, maxima_row[1], maxima_row[0])
+        events = 0
+        if _lands(dt, remaining):
+            events |= LANDED
+        if moved > skin_bound:
+            events |= SORT_DUE
+        if _at_floor(dt, remaining, dt_min):
+            events |= AT_FLOOR
+        if health[0] != 0:
+            events |= NONFINITE_STATE
+        batch[k + 1] = ti.Vector(
+            [dt, maxima_row[0], maxima_row[1], ti.cast(health[0], float),
+             ti.cast(health[1], float), ti.cast(events, float)]
+        )  # fmt: skip
+        halted = ti.select(events != 0, 1.0, 0.0)
+        batch[0] = ti.Vector([remaining - dt, dt, moved, halted, ti.cast(k + 1, float), 0.0])
+
+    return BatchControl(begin, live_count, running, finish)
