@@ -213,11 +213,12 @@ def test_pvd_lists_every_snapshot_with_its_time(quick_run: Run) -> None:
 
 
 def test_snapshot_files_are_compressed_binary_vtk(quick_run: Run) -> None:
-    """The .vtp files are VTK XML PolyData with appended raw binary data, zlib-compressed, and
-    carry id, kind, velocity, pressure and density."""
+    """The .vtp files are VTK XML PolyData with appended raw binary data, compressed with LZ4
+    (output.vtk_compression's default), and carry id, kind, velocity, pressure and density."""
+    assert quick_run.cfg.output.vtk_compression == "lz4"
     head = (quick_run.out / "particles_00001.vtp").read_bytes()[:4000]
     assert b'type="PolyData"' in head
-    assert b'compressor="vtkZLibDataCompressor"' in head
+    assert b'compressor="vtkLZ4DataCompressor"' in head
     assert b'<AppendedData encoding="raw">' in (quick_run.out / "particles_00001.vtp").read_bytes()
     for name in (b'"id"', b'"kind"', b'"velocity"', b'"pressure"', b'"density"'):
         assert b"Name=" + name in head
