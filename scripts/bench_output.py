@@ -8,8 +8,9 @@ Builds the scene (default: the seed case), takes S steps so that the state is no
 at rest, then times, best of R: `sim.snapshot()` (the particles' copy the loop made before
 issue 12), `sim.state()` (the whole state, the last good one a failure leaves; the snapshot is
 now cut from it), cutting the snapshot from the state, and writing the snapshot as .vtp with
-each compressor (when the vtk package is there) and as .npz with each compression, with the
-file sizes. Files go to a temporary folder (made inside --out when given: another disk).
+each compressor (when the vtk package is there) and as .npz with each compression, and with
+numpy's savez_compressed (the .npz before issue 12), with the file sizes. Files go to a
+temporary folder (made inside --out when given: another disk).
 """
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
+
 from solver.backend import start_backend  # noqa: E402
 from solver.config import load_config  # noqa: E402
-from solver.output.npz import NPZ_COMPRESSIONS, write_snapshot_npz  # noqa: E402
+from solver.output.npz import ARRAYS, NPZ_COMPRESSIONS, write_snapshot_npz  # noqa: E402
 from solver.output.vtk import VTK_COMPRESSIONS, write_snapshot  # noqa: E402
 from solver.simulation import Simulation  # noqa: E402
 from solver.snapshot import snapshot_from_state  # noqa: E402
@@ -87,6 +90,11 @@ def main() -> int:
             path = Path(folder) / f"s-{compression}.npz"
             seconds = best_of(args.repeat, partial(write_snapshot_npz, path, snap, compression))
             rows.append((f"write .npz {compression}", seconds, path.stat().st_size))
+        # The .npz as written before issue 12, for comparison: numpy's deflate, level 6.
+        path = Path(folder) / "s-numpy.npz"
+        arrays = {name: getattr(snap, name) for name in ARRAYS}
+        seconds = best_of(args.repeat, partial(np.savez_compressed, path, **arrays))
+        rows.append(("np.savez_compressed", seconds, path.stat().st_size))
     print(f"{'what':28} {'ms':>8} {'MB':>8}")
     for name, seconds, nbytes in rows:
         print(f"{name:28} {1e3 * seconds:8.1f} {nbytes / 1e6:8.2f}")

@@ -274,11 +274,12 @@ SCHEMA: tuple[KeySpec, ...] = (
             "Also write particles_NNNNN.npz snapshots (numpy; for machines without vtk)."),
     KeySpec("output", "vtk_compression", "str", "-", VTK_COMPRESSIONS[0],
             "Compressor of the .vtp files: lz4 writes fastest, zlib makes the smallest files "
-            "(1.6 times smaller, 7 times slower to write on the seed case), none the largest.",
+            "(1.3 to 1.9 times smaller, 6 to 10 times slower to write on the seed case), none "
+            "the largest.",
             choices=VTK_COMPRESSIONS),
     KeySpec("output", "npz_compression", "str", "-", NPZ_COMPRESSIONS[0],
-            "Compression of the .npz files: deflate (zip's, level 1; 2.5 times smaller than "
-            "none on the seed case) or none (stored, as numpy's savez: fastest to write).",
+            "Compression of the .npz files: deflate (zip's, level 1; 1.3 to 3.5 times smaller "
+            "than none on the seed case) or none (stored, as numpy's savez: fastest to write).",
             choices=NPZ_COMPRESSIONS),
     KeySpec("output", "probe_interval", "float", "s", None, "Time between probe samples.",
             lo=0.0, lo_open=True, auto="time.output_interval"),

@@ -6,8 +6,8 @@ names plus `time` and `step`, and is written atomically.
 
 The archive is the one `np.savez_compressed` makes, built here with zipfile so that two things
 can be chosen. The compression (`output.npz_compression`): "deflate" at level 1, not numpy's
-level 6, because on a seed-case snapshot (263,784 particles) level 6 took 2.7 times as long
-for a file 0.3 % smaller (docs/performance.md, "Output"); or "none", stored as numpy's
+level 6, because on seed-case snapshots (263,784 particles) level 6 took 2 to 3 times as
+long for files 1 to 2 % smaller (docs/performance.md, "Output"); or "none", stored as numpy's
 `savez` does. And the members' date: fixed, not the clock's, so that the same snapshot always
 gives the same bytes (a run and its resumed twin, the background writer and a direct call).
 """

@@ -5,9 +5,9 @@ Each snapshot is one .vtp file: points at the particle positions, one VTK_VERTEX
 pressure and density. The simulated time and step number travel as field data TIME and STEP
 (TIME is the name ParaView and VisIt look for). Files are binary, with the appended block
 stored raw rather than base64, and compressed as `output.vtk_compression` says: LZ4 by
-default, which on a seed-case snapshot (263,784 particles) wrote 7 times as fast as zlib for a
-file 1.6 times as large (docs/performance.md, "Output"); zlib for the smallest files; or none.
-ParaView reads all three. `read_snapshot` gives back the arrays bit for bit.
+default, which on seed-case snapshots (263,784 particles) wrote 6 to 10 times as fast as zlib
+for files 1.3 to 1.9 times as large (docs/performance.md, "Output"); zlib for the smallest
+files; or none. ParaView reads all three. `read_snapshot` gives back the arrays bit for bit.
 
 The .pvd file (ParaView's "Collection" format, see the VTK file-format documentation,
 https://docs.vtk.org/en/latest/design_documents/VTKFileFormats.html) lists the snapshots with
