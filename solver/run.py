@@ -143,8 +143,9 @@ def run_simulation(
                 else:
                     particle_steps += sim.count
                 health.check(dt_limit)
-                # The last good state is the copy a snapshot makes, not one at every probe
-                # time: it copies the whole state (see _keep_last_good).
+                # A snapshot copies the whole state (the snapshot is cut from it), and that copy
+                # is the last good state; probe times copy only the probes' sums (see
+                # _keep_last_good).
                 copied = observers.observe(sim) if observers.wants(sim.time) else None
                 if copied is not None:
                     last_good = capture(copied)
