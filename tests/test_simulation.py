@@ -151,7 +151,8 @@ def test_no_fluid_leaves_the_tank(quick_run: Run) -> None:
 def test_summary_has_every_key(quick_run: Run) -> None:
     """summary.json holds what the spec lists (backend, versions, particles by kind, steps,
     simulated time, wall and compile time, particle-steps per second, mass at start and end,
-    particles removed) with consistent values, and equals the returned summary."""
+    particles removed, the time spent waiting on and writing the output) with consistent
+    values, and equals the returned summary."""
     saved = json.loads((quick_run.out / "summary.json").read_text())
     assert saved == json.loads(json.dumps(quick_run.summary))
     cfg = quick_run.cfg
@@ -172,6 +173,8 @@ def test_summary_has_every_key(quick_run: Run) -> None:
         "mass_final",
         "removed",
         "snapshots",
+        "output_wait_s",
+        "output_write_s",
     ):
         assert key in saved, key
     assert saved["backend"] == "cpu" and saved["precision"] == "f32"
@@ -190,6 +193,10 @@ def test_summary_has_every_key(quick_run: Run) -> None:
     assert saved["mass_final"] == saved["mass_initial"]
     assert saved["removed"] == 0
     assert saved["snapshots"] == len(quick_run.snapshots)
+    # The loop waited on the background writer for part of its time at most; the writer
+    # wrote something.
+    assert 0.0 <= saved["output_wait_s"] < saved["wall_time_s"]
+    assert 0.0 < saved["output_write_s"] < saved["wall_time_s"]
 
 
 def test_pvd_lists_every_snapshot_with_its_time(quick_run: Run) -> None:

@@ -22,7 +22,6 @@ import numpy as np
 
 from solver.config import Config
 from solver.output.device_probes import DeviceProbes
-from solver.output.files import atomic_write_text
 from solver.output.npz import write_snapshot_npz
 from solver.output.probes import ProbeWriter
 from solver.output.writer import OutputWriter
@@ -134,19 +133,21 @@ class RunObservers:
     def _submit_snapshot(self, snap: Snapshot) -> None:
         """Number `snap`, list it in the .pvd, and queue its files for the writer."""
         stem = f"particles_{self.snapshots_written:05d}"
-        pvd_text = self._pvd.record(snap.time, f"{stem}.vtp") if self._pvd is not None else None
-        self._writer.submit(partial(self._write_snapshot, stem, snap, pvd_text), snap.nbytes)
+        listed = self._pvd.record(snap.time, f"{stem}.vtp") if self._pvd is not None else ()
+        self._writer.submit(partial(self._write_snapshot, stem, snap, listed), snap.nbytes)
         self.snapshots_written += 1
         self.snapshot_schedule.advance(snap.time)
 
-    def _write_snapshot(self, stem: str, snap: Snapshot, pvd_text: str | None) -> None:
-        """Write `snap` in the configured formats, then the .pvd listing it (on the writer's
-        thread; the .pvd names only complete files)."""
-        if self._pvd is not None and pvd_text is not None:
-            from solver.output.vtk import write_snapshot
+    def _write_snapshot(
+        self, stem: str, snap: Snapshot, listed: tuple[tuple[float, str], ...]
+    ) -> None:
+        """Write `snap` in the configured formats, then the .pvd `listed` (with it last), on
+        the writer's thread: the .pvd names only complete files."""
+        if self._pvd is not None:
+            from solver.output.vtk import write_pvd, write_snapshot
 
             write_snapshot(self.out_dir / f"{stem}.vtp", snap, self.cfg.output.vtk_compression)
-            atomic_write_text(self._pvd.path, pvd_text)
+            write_pvd(self._pvd.path, listed)
         if self.cfg.output.npz:
             write_snapshot_npz(self.out_dir / f"{stem}.npz", snap, self.cfg.output.npz_compression)
 

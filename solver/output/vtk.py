@@ -247,32 +247,36 @@ class PvdWriter:
 
     def add(self, time: float, filename: str) -> None:
         """List `filename` (relative to the .pvd's folder) at simulated `time`; rewrite the file."""
-        atomic_write_text(self.path, self.record(time, filename))
+        write_pvd(self.path, self.record(time, filename))
 
-    def record(self, time: float, filename: str) -> str:
-        """List `filename` at `time` and return the collection's new text, for a caller that
-        writes the file itself, later (the background writer, solver/output/writer.py)."""
+    def record(self, time: float, filename: str) -> tuple[tuple[float, str], ...]:
+        """List `filename` at `time` and return the entries, for a caller that writes the file
+        itself with `write_pvd`, later (the background writer, solver/output/writer.py: the
+        document, which grows with the run, is then also built off the time loop)."""
         self._entries.append((float(time), str(filename)))
-        return self._text()
+        return tuple(self._entries)
 
     def _write(self) -> None:
         """Rewrite the whole .pvd file atomically from the entries."""
-        atomic_write_text(self.path, self._text())
+        write_pvd(self.path, self._entries)
 
-    def _text(self) -> str:
-        """The .pvd document listing the entries."""
-        root = ET.Element(
-            "VTKFile", {"type": "Collection", "version": "0.1", "byte_order": "LittleEndian"}
+
+def write_pvd(path: Path, entries: Iterable[tuple[float, str]]) -> None:
+    """Write the .pvd collection listing `entries` (time, file name) to `path`, atomically."""
+    root = ET.Element(
+        "VTKFile", {"type": "Collection", "version": "0.1", "byte_order": "LittleEndian"}
+    )
+    collection = ET.SubElement(root, "Collection")
+    for time, filename in entries:
+        ET.SubElement(
+            collection,
+            "DataSet",
+            {"timestep": repr(time), "group": "", "part": "0", "file": filename},
         )
-        collection = ET.SubElement(root, "Collection")
-        for time, filename in self._entries:
-            ET.SubElement(
-                collection,
-                "DataSet",
-                {"timestep": repr(time), "group": "", "part": "0", "file": filename},
-            )
-        ET.indent(root, space="  ")
-        return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    ET.indent(root, space="  ")
+    atomic_write_text(
+        path, '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    )
 
 
 def read_pvd(path: Path) -> list[tuple[float, Path]]:
