@@ -37,7 +37,7 @@ from solver.output.files import (
 )
 from solver.output.observers import RunObservers, Schedule
 from solver.output.progress import ProgressBar, format_duration
-from solver.output.writer import OutputWriter
+from solver.output.writer import OutputWriter, held_bytes
 from solver.particle_kind import ParticleKind
 from solver.simulation import Simulation
 
@@ -113,8 +113,8 @@ def run_simulation(
 
     def submit_checkpoint(checkpoint: Checkpoint) -> None:
         """Queue `checkpoint` behind the snapshots taken before it."""
-        nbytes = sum(np.asarray(value).nbytes for value in checkpoint.state.values())
-        writer.submit(partial(write_checkpoint, out_dir, checkpoint), nbytes)
+        job = partial(write_checkpoint, out_dir, checkpoint)
+        writer.submit(job, held_bytes(checkpoint.state.values()))
 
     checkpoints = Schedule(checkpoint_every, 1) if checkpoint_every else None
     if checkpoints is not None:

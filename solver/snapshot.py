@@ -30,12 +30,6 @@ class Snapshot:
         """Number of particles in the snapshot."""
         return int(self.id.shape[0])
 
-    @property
-    def nbytes(self) -> int:
-        """Host memory held by the arrays [bytes]."""
-        arrays = (self.position, self.velocity, self.density, self.pressure, self.kind, self.id)
-        return sum(array.nbytes for array in arrays)
-
 
 def snapshot_from_state(state: dict[str, np.ndarray]) -> Snapshot:
     """The snapshot of a `Simulation.state()` copy: what `Simulation.snapshot()` would have

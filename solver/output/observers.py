@@ -24,8 +24,8 @@ from solver.config import Config
 from solver.output.device_probes import DeviceProbes
 from solver.output.npz import write_snapshot_npz
 from solver.output.probes import ProbeWriter
-from solver.output.writer import OutputWriter
-from solver.snapshot import Snapshot, snapshot_from_state
+from solver.output.writer import OutputWriter, held_bytes
+from solver.snapshot import snapshot_from_state
 
 if TYPE_CHECKING:
     from solver.simulation import Simulation
@@ -122,7 +122,7 @@ class RunObservers:
         state = None
         if self.snapshot_schedule.due(sim.time):
             state = sim.state()
-            self._submit_snapshot(snapshot_from_state(state))
+            self._submit_snapshot(state)
         if self.probe_schedule.due(sim.time):
             if self._probes.names:
                 row = self._probes.record(sim.time, self._device_probes.sample())
@@ -130,19 +130,24 @@ class RunObservers:
             self.probe_schedule.advance(sim.time)
         return state
 
-    def _submit_snapshot(self, snap: Snapshot) -> None:
-        """Number `snap`, list it in the .pvd, and queue its files for the writer."""
+    def _submit_snapshot(self, state: dict[str, np.ndarray]) -> None:
+        """Number the snapshot of `state`, list it in the .pvd, and queue its files."""
+        time = float(state["time"])
         stem = f"particles_{self.snapshots_written:05d}"
-        listed = self._pvd.record(snap.time, f"{stem}.vtp") if self._pvd is not None else ()
-        self._writer.submit(partial(self._write_snapshot, stem, snap, listed), snap.nbytes)
+        listed = self._pvd.record(time, f"{stem}.vtp") if self._pvd is not None else ()
+        job = partial(self._write_snapshot, stem, state, listed)
+        self._writer.submit(job, held_bytes(state.values()))
         self.snapshots_written += 1
-        self.snapshot_schedule.advance(snap.time)
+        self.snapshot_schedule.advance(time)
 
     def _write_snapshot(
-        self, stem: str, snap: Snapshot, listed: tuple[tuple[float, str], ...]
+        self, stem: str, state: dict[str, np.ndarray], listed: tuple[tuple[float, str], ...]
     ) -> None:
-        """Write `snap` in the configured formats, then the .pvd `listed` (with it last), on
-        the writer's thread: the .pvd names only complete files."""
+        """Cut the snapshot from `state` and write it in the configured formats, then the .pvd
+        `listed` (with it last); on the writer's thread, so that the time loop only copies (a
+        cut gathers the live particles when some are flagged for removal), and the .pvd names
+        only complete files."""
+        snap = snapshot_from_state(state)
         if self._pvd is not None:
             from solver.output.vtk import write_pvd, write_snapshot
 

@@ -28,13 +28,21 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
 
 DEFAULT_MAX_BYTES = 1 << 30
 """Host arrays the queue may hold: 1 GiB. That is about 100 snapshots of the seed case
 (10.5 MB each) or one of 25M particles (40 B each in f32); at 64M particles a snapshot is
 2.6 GB, and the queue then holds one while another is written and a third is copied. Both
 lent machines and the 2-core one have well over 3 such snapshots of host memory."""
+
+
+def held_bytes(arrays: Iterable[Any]) -> int:
+    """Host memory held by `arrays` (numpy arrays or scalars) [bytes]: what a job says it holds."""
+    return sum(np.asarray(array).nbytes for array in arrays)
 
 
 class OutputWriter:
@@ -85,14 +93,21 @@ class OutputWriter:
             self._raise_error()
 
     def close(self) -> None:
-        """Run what is queued, stop the thread and wait for it; raise a failed job's error."""
+        """Run what is queued, stop the thread and wait for it; raise a failed job's error.
+
+        Interrupted (a second Ctrl-C while draining), it abandons the writer without waiting.
+        """
         try:
             self.drain()
-        finally:
+        except BaseException:
             self.abandon()
-            started = time.perf_counter()
-            self._thread.join()
-            self.waited_s += time.perf_counter() - started
+            if self._error is not None:
+                self._thread.join()  # it ends by itself after the failed job
+            raise
+        self.abandon()
+        started = time.perf_counter()
+        self._thread.join()
+        self.waited_s += time.perf_counter() - started
 
     def abandon(self) -> None:
         """Drop the queued jobs and let the thread end after the job it is running, without
