@@ -37,7 +37,7 @@ from solver.output.files import (
 )
 from solver.output.observers import RunObservers, Schedule
 from solver.output.progress import ProgressBar, format_duration
-from solver.output.writer import OutputWriter, held_bytes
+from solver.output.writer import OutputWriter, handover, held_bytes
 from solver.particle_kind import ParticleKind
 from solver.simulation import Simulation
 
@@ -127,7 +127,7 @@ def run_simulation(
     particle_steps = 0
     steps_here = 0
     loop_started = wallclock.perf_counter()
-    with stop.installed():
+    with stop.installed(), handover():
         try:
             copied = observers.observe(sim) if resume is None else None
             # What a failure leaves in checkpoint.npz (see _keep_last_good).

@@ -49,7 +49,7 @@ BAD_CONFIGS: dict[str, tuple[str, ...]] = {
     "vtk_compression_unknown.toml": ("line 13", 'output.vtk_compression = "gzip"',
                                      'one of "lz4", "zlib", "none"'),
     "npz_compression_level.toml": ("line 14", "output.npz_compression = 6 (an integer)",
-                                   'one of "deflate", "none"'),
+                                   'one of "none", "deflate"'),
     "rho_min_above_rho0.toml": ("line 13", "physics.rho_min", "rho_min < rho0 < rho_max"),
     "gravity_zero.toml": ("line 13", "physics.gravity", "must not be zero"),
     "output_interval_longer_than_end.toml": ("line 14", "time.output_interval", "at most time.end"),

@@ -4,12 +4,16 @@ For machines where the vtk package is missing (the GPU box); `dambreak compare` 
 read these as they read .vtp files. Each archive holds the Snapshot's arrays under their field
 names plus `time` and `step`, and is written atomically.
 
-The archive is the one `np.savez_compressed` makes, built here with zipfile so that two things
-can be chosen. The compression (`output.npz_compression`): "deflate" at level 1, not numpy's
-level 6, because on seed-case snapshots (263,784 particles) level 6 took 2 to 3 times as
-long for files 1 to 2 % smaller (docs/performance.md, "Output"); or "none", stored as numpy's
-`savez` does. And the members' date: fixed, not the clock's, so that the same snapshot always
-gives the same bytes (a run and its resumed twin, the background writer and a direct call).
+The archive is the one numpy's `savez` (or `savez_compressed`) makes, built here with zipfile
+so that two things can be chosen. The compression (`output.npz_compression`): "none" (stored,
+as `savez`) by default, or "deflate" at level 1 (not numpy's level 6, which took 2 to 3 times
+as long for files 1 to 2 % smaller). Deflate makes the files 1.3 (a flowing state) to 3.5 (at
+rest) times smaller, but on seed-case snapshots (263,784 particles) it took 75 to 210 ms a
+file against 8 to 11 ms stored, and about 290 ms beside a busy time loop, more than the 265 ms
+of physics between two snapshots of the seed case on the H200: the background writer would
+fall behind and the loop wait (docs/performance.md, "Output"). And the members' date: fixed,
+not the clock's, so that the same snapshot always gives the same bytes (a run and its resumed
+twin, the background writer and a direct call).
 """
 
 import io
@@ -23,7 +27,7 @@ from solver.snapshot import Snapshot
 
 ARRAYS = ("position", "velocity", "density", "pressure", "kind", "id")
 
-NPZ_COMPRESSIONS: tuple[str, ...] = ("deflate", "none")
+NPZ_COMPRESSIONS: tuple[str, ...] = ("none", "deflate")
 """`output.npz_compression` choices, the default first."""
 
 _ZIP_METHODS: dict[str, tuple[int, int | None]] = {
