@@ -31,11 +31,11 @@ import numpy as np  # noqa: E402
 
 from solver.backend import start_backend  # noqa: E402
 from solver.config import load_config  # noqa: E402
-from solver.output.npz import ARRAYS, NPZ_COMPRESSIONS, write_snapshot_npz  # noqa: E402
+from solver.output.npz import NPZ_COMPRESSIONS, write_snapshot_npz  # noqa: E402
 from solver.output.vtk import VTK_COMPRESSIONS, write_snapshot  # noqa: E402
 from solver.output.writer import held_bytes  # noqa: E402
 from solver.simulation import Simulation  # noqa: E402
-from solver.snapshot import snapshot_from_state  # noqa: E402
+from solver.snapshot import ARRAYS, snapshot_from_state  # noqa: E402
 
 
 def best_of(repeat: int, action: Callable[[], object]) -> float:

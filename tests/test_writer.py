@@ -8,6 +8,7 @@ leaving process, and every checkpoint reaches the disk after the snapshots taken
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ from solver.output.npz import NPZ_COMPRESSIONS, read_snapshot_npz, write_snapsho
 from solver.output.observers import RunObservers
 from solver.output.probes import read_probes
 from solver.output.vtk import read_pvd, read_snapshot, write_snapshot
-from solver.output.writer import OutputWriter
+from solver.output.writer import SWITCH_INTERVAL_S, OutputWriter, handover
 from solver.particle_kind import ParticleKind
 from solver.run import run_command
 from solver.simulation import Simulation
@@ -234,6 +235,18 @@ def test_abandon_returns_at_once_while_a_job_runs() -> None:
     while not writer.stopped and time.monotonic() < deadline:
         time.sleep(0.01)
     assert writer.stopped and done == [1]
+
+
+def test_handover_shortens_the_switch_interval_for_the_block_only() -> None:
+    """Within `handover` a thread waiting for the GIL gets it within 1 ms; after the block
+    (also when it raises) the interpreter's interval is what it was."""
+    before = sys.getswitchinterval()
+    with handover():
+        assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL_S)
+    assert sys.getswitchinterval() == before
+    with pytest.raises(RuntimeError), handover():
+        raise RuntimeError("the run failed")
+    assert sys.getswitchinterval() == before
 
 
 def test_snapshot_cut_from_the_state_is_the_simulations_snapshot(on_cpu: str) -> None:

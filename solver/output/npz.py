@@ -23,9 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from solver.output.files import atomic_target
-from solver.snapshot import Snapshot
-
-ARRAYS = ("position", "velocity", "density", "pressure", "kind", "id")
+from solver.snapshot import ARRAYS, Snapshot
 
 NPZ_COMPRESSIONS: tuple[str, ...] = ("none", "deflate")
 """`output.npz_compression` choices, the default first."""

@@ -25,7 +25,7 @@ from solver.output.device_probes import DeviceProbes
 from solver.output.npz import write_snapshot_npz
 from solver.output.probes import ProbeWriter
 from solver.output.writer import OutputWriter, held_bytes
-from solver.snapshot import snapshot_from_state
+from solver.snapshot import STATE_KEYS, snapshot_from_state
 
 if TYPE_CHECKING:
     from solver.simulation import Simulation
@@ -135,8 +135,9 @@ class RunObservers:
         time = float(state["time"])
         stem = f"particles_{self.snapshots_written:05d}"
         listed = self._pvd.record(time, f"{stem}.vtp") if self._pvd is not None else ()
-        job = partial(self._write_snapshot, stem, state, listed)
-        self._writer.submit(job, held_bytes(state.values()))
+        needed = {key: state[key] for key in STATE_KEYS}  # the rest is not held for the queue
+        job = partial(self._write_snapshot, stem, needed, listed)
+        self._writer.submit(job, held_bytes(needed.values()))
         self.snapshots_written += 1
         self.snapshot_schedule.advance(time)
 

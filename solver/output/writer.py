@@ -44,10 +44,12 @@ from typing import Any
 import numpy as np
 
 DEFAULT_MAX_BYTES = 1 << 30
-"""Host arrays the queue may hold: 1 GiB. That is about 100 snapshots of the seed case
-(10.5 MB each) or one of 25M particles (40 B each in f32); at 64M particles a snapshot is
-2.6 GB, and the queue then holds one while another is written and a third is copied. Both
-lent machines and the 2-core one have well over 3 such snapshots of host memory."""
+"""Host arrays the queue may hold: 1 GiB. A queued snapshot holds 44 bytes a particle in f32
+(the arrays it is cut from, solver/snapshot.py STATE_KEYS), so that is about 90 snapshots of
+the seed case (11.6 MB each) or one of 24M particles; at 64M particles one is 2.8 GB, and the
+queue then holds one while another is written and a third is copied, with the last good
+state (6 GB) beside them: 14 GB, well within the H200 machine's 128 GiB (and a case that size
+does not fit the 2-core machine's 23 GiB for its other arrays either)."""
 
 
 SWITCH_INTERVAL_S = 0.001
