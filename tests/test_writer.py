@@ -8,6 +8,7 @@ leaving process, and every checkpoint reaches the disk after the snapshots taken
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -22,6 +23,7 @@ import solver.output.vtk as vtk_module
 import solver.run as run_module
 from solver.cli import build_parser
 from solver.config import load_config
+from solver.interrupt import StopRequest
 from solver.output.checkpoint import read_checkpoint
 from solver.output.npz import NPZ_COMPRESSIONS, read_snapshot_npz, write_snapshot_npz
 from solver.output.observers import RunObservers
@@ -302,21 +304,20 @@ def test_a_write_failing_in_the_background_stops_the_run_with_exit_1(
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
 
 
-def test_checkpoints_reach_the_disk_after_their_snapshots(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """With a slow writer (50 ms more per .vtp), every periodic checkpoint and the last one of
-    the run is written only when every snapshot it counts is on disk and listed in the .pvd
-    on disk; the summary reports the time the loop waited on the writer."""
+def slow_vtp_and_checked_checkpoints(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Make every .vtp write 0.3 s slower (the writer falls behind the loop), and every
+    checkpoint write check first that each snapshot it counts is on disk, readable, and listed
+    in the .pvd on disk (a failed check in the writer's thread fails the run, exit 1). Returns
+    the snapshot counts of the checkpoints written, in order."""
     real_vtp = vtk_module.write_snapshot
 
     def slow_vtp(*args: object) -> None:
-        time.sleep(0.05)
+        time.sleep(0.3)
         real_vtp(*args)
 
     monkeypatch.setattr(vtk_module, "write_snapshot", slow_vtp)
     real_checkpoint = run_module.write_checkpoint
-    seen = []
+    seen: list[int] = []
 
     def checked_checkpoint(out_dir: Path, checkpoint) -> Path:
         written = checkpoint.observers["snapshots_written"]
@@ -328,9 +329,61 @@ def test_checkpoints_reach_the_disk_after_their_snapshots(
         return real_checkpoint(out_dir, checkpoint)
 
     monkeypatch.setattr(run_module, "write_checkpoint", checked_checkpoint)
+    return seen
+
+
+def test_checkpoints_reach_the_disk_after_their_snapshots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a slow writer, every periodic checkpoint is written only when every snapshot it
+    counts is on disk and listed in the .pvd on disk; the summary reports the time the loop
+    waited on the writer and the time the writer wrote."""
+    seen = slow_vtp_and_checked_checkpoints(monkeypatch)
     out = tmp_path / "run"
     assert dambreak_run(*quick_args(out, "--checkpoint-every=0.03")) == 0
     assert seen == [4, 7, 10]
     assert read_checkpoint(out).observers["snapshots_written"] == 10
-    summary = (out / "summary.json").read_text()
-    assert '"output_wait_s"' in summary and '"output_write_s"' in summary
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["output_wait_s"] > 0.3  # the loop waited: the writer was behind
+    assert summary["output_write_s"] > 11 * 0.3
+
+
+def test_stop_and_failure_checkpoints_come_after_their_snapshots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """With a slow writer: a stop requested after 60 steps (as by SIGINT) exits 130 with a
+    checkpoint of the state reached, written after every snapshot before it; a NaN before step
+    31 exits 3 with the last good state's checkpoint, written after the snapshots queued
+    before the failure, which all stay."""
+    seen = slow_vtp_and_checked_checkpoints(monkeypatch)
+    checks = []
+
+    def requested(stop: StopRequest) -> bool:
+        checks.append(1)
+        if len(checks) > 60:
+            stop.signal_name = "SIGINT"
+        return stop.signal_name is not None
+
+    with monkeypatch.context() as patch:
+        patch.setattr(StopRequest, "requested", property(requested))
+        assert dambreak_run(*quick_args(tmp_path / "stopped")) == 130
+    assert "SIGINT: stopped at step 60" in capsys.readouterr().err
+    stopped = read_checkpoint(tmp_path / "stopped")
+    assert stopped.steps == 60 and seen == [stopped.observers["snapshots_written"]] and seen[0] >= 3
+
+    step = Simulation.step
+
+    def step_with_nan(sim: Simulation, dt_limit: float = float("inf")) -> None:
+        if sim.steps == 30:
+            velocity = sim.particles.velocity.to_numpy()
+            velocity[:] = np.nan
+            sim.particles.velocity.from_numpy(velocity)
+        step(sim, dt_limit)
+
+    monkeypatch.setattr(Simulation, "step", step_with_nan)
+    out = tmp_path / "failed"
+    assert dambreak_run(*quick_args(out)) == 3
+    assert "kept: " in capsys.readouterr().err
+    kept = read_checkpoint(out)
+    listed = read_pvd(out / "particles.pvd")
+    assert seen[1:] == [len(listed)] and kept.steps == read_snapshot(listed[-1][1]).step
