@@ -3,7 +3,9 @@ of steps (it then writes a checkpoint and exits 130), the second stops at once
 (KeyboardInterrupt).
 
 Stopping at once is safe for the files because every output is written under a temporary name
-and renamed into place, and probes.csv rows go out in one write each.
+and renamed into place, and probes.csv rows go out in one write each. The background writer's
+queued files are then dropped (solver/output/writer.py, `abandon`): the .pvd lists only the
+snapshots written.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ and interruption on the way."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
 import platform
@@ -12,6 +13,7 @@ import sys
 import time as wallclock
 import traceback
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +37,7 @@ from solver.output.files import (
 )
 from solver.output.observers import RunObservers, Schedule
 from solver.output.progress import ProgressBar, format_duration
+from solver.output.writer import OutputWriter, handover, held_bytes
 from solver.particle_kind import ParticleKind
 from solver.simulation import Simulation
 from solver.step_batch import MAX_STEPS
@@ -62,6 +65,12 @@ def run_simulation(
     `resume` (read from out_dir) the run continues from that checkpoint. Returns the summary,
     also saved as summary.json.
 
+    Files are written by a background writer (solver/output/writer.py) while the loop steps
+    on; the loop copies what is to be written off the device and waits only when the writer's
+    queue is full. Every checkpoint goes through the writer's queue too, or is written after
+    draining it, so it is on disk only once every snapshot before it is. A write that fails
+    is raised here at the loop's next call to the writer (an OSError: exit 1).
+
     Raises NumericalFailureError when the state goes bad (after keeping the last good state
     in checkpoint.npz) and RunInterruptedError after a SIGINT or SIGTERM (after a checkpoint
     of the state reached).
@@ -87,22 +96,27 @@ def run_simulation(
         + ", ".join(f"{v} {k.lower()}" for k, v in counts.items())
         + f", {len(sim.scene.kind)} in all"
     )
+    writer = OutputWriter()
     if resume is None:
         atomic_write_text(out_dir / "config.toml", config_to_toml(cfg))
-        observers = RunObservers(cfg, out_dir, DeviceProbes(cfg, sim))
-        observers.observe(sim)
+        observers = RunObservers(cfg, out_dir, DeviceProbes(cfg, sim), writer)
     else:
         sim.restore(resume.state)
-        observers = RunObservers(cfg, out_dir, DeviceProbes(cfg, sim), resume.observers)
+        observers = RunObservers(cfg, out_dir, DeviceProbes(cfg, sim), writer, resume.observers)
         _print(f"resuming from the checkpoint at step {sim.steps}, t = {sim.time:.6g} s")
 
-    def capture() -> Checkpoint:
+    def capture(state: dict[str, np.ndarray]) -> Checkpoint:
+        """The checkpoint of `state`, a `sim.state()` taken now."""
         return Checkpoint(
-            sim.state(), observers.state(), config_to_toml(cfg), cfg.source, info.name,
+            state, observers.state(), config_to_toml(cfg), cfg.source, info.name,
             info.precision, __version__, checkpoint_every,
         )  # fmt: skip
 
-    last_good = capture()  # what a failure leaves in checkpoint.npz (see _keep_last_good)
+    def submit_checkpoint(checkpoint: Checkpoint) -> None:
+        """Queue `checkpoint` behind the snapshots taken before it."""
+        job = partial(write_checkpoint, out_dir, checkpoint)
+        writer.submit(job, held_bytes(checkpoint.state.values()))
+
     checkpoints = Schedule(checkpoint_every, 1) if checkpoint_every else None
     if checkpoints is not None:
         checkpoints.advance(sim.time)
@@ -114,8 +128,11 @@ def run_simulation(
     particle_steps = 0
     steps_here = 0
     loop_started = wallclock.perf_counter()
-    with stop.installed():
+    with stop.installed(), handover():
         try:
+            copied = observers.observe(sim) if resume is None else None
+            # What a failure leaves in checkpoint.npz (see _keep_last_good).
+            last_good = capture(copied if copied is not None else sim.state())
             while sim.time < end and not stop.requested:
                 step_started = wallclock.perf_counter()
                 steps_before = sim.steps
@@ -130,29 +147,43 @@ def run_simulation(
                     particle_steps += sim.count * (sim.steps - steps_before)
                 steps_here += sim.steps - steps_before
                 health.check()
-                # The last good state is taken where a snapshot is written, not at every probe
-                # time: a capture copies the whole state (see _keep_last_good).
-                if observers.wants(sim.time) and observers.observe(sim):
-                    last_good = capture()
+                # A snapshot copies the whole state (the snapshot is cut from it), and that copy
+                # is the last good state; probe times copy only the probes' sums (see
+                # _keep_last_good).
+                copied = observers.observe(sim) if observers.wants(sim.time) else None
+                if copied is not None:
+                    last_good = capture(copied)
                 if checkpoints is not None and checkpoints.due(sim.time):
-                    last_good = capture()
-                    write_checkpoint(out_dir, last_good)
+                    last_good = capture(copied if copied is not None else sim.state())
+                    submit_checkpoint(last_good)
                     checkpoints.advance(sim.time)
                 if progress is not None:
                     progress.update(sim.time, sim.steps, sim.dt, sim.count)
             if sim.time < end:
-                write_checkpoint(out_dir, capture())
+                submit_checkpoint(capture(sim.state()))
+                writer.close()
                 raise RunInterruptedError(
                     f"{stop.signal_name}: stopped at step {sim.steps}, t = {sim.time:.6g} s; "
                     f"checkpoint written; resume with: dambreak run --resume {out_dir}"
                 )
+            writer.close()  # every file on disk before the summary says the run is done
         except NumericalFailureError as failure:
-            kept = _keep_last_good(out_dir, last_good)
+            kept = _keep_last_good(out_dir, writer, last_good)
             raise NumericalFailureError(f"{failure}\n{kept}") from None
+        except KeyboardInterrupt:
+            writer.abandon()  # stopped at once: what is queued is dropped
+            raise
+        except BaseException:
+            # Keep what is queued, as the synchronous writes before would have; a write error
+            # (perhaps the very error raised) must not hide the one that stopped the run.
+            with contextlib.suppress(Exception):
+                writer.close()
+            raise
         finally:
             if progress is not None:
                 progress.close()
-            observers.close()
+            if writer.stopped:  # after an abandon the thread may still append a probe row
+                observers.close()
     ti.sync()
     loop_s = wallclock.perf_counter() - loop_started
     steady_s = max(loop_s - first_step_s, 1e-12)
@@ -181,6 +212,8 @@ def run_simulation(
         "sorts": sim.sorts,
         "snapshots": observers.snapshots_written,
         "snapshot_formats": [f for f in ("vtk", "npz") if getattr(cfg.output, f)],
+        "output_wait_s": writer.waited_s,
+        "output_write_s": writer.busy_s,
         "resumed_at_step": resume.steps if resume is not None else None,
     }
     atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
@@ -188,21 +221,24 @@ def run_simulation(
         f"done: {sim.steps} steps to t = {sim.time:.4g} s "
         f"in {format_duration(summary['wall_time_s'])}"
         f" (compile {first_step_s:.1f} s), {summary['particle_steps_per_second']:.3g} "
-        f"particle-steps/s, {sim.removed} removed; output in {out_dir}"
+        f"particle-steps/s, {sim.removed} removed, {writer.waited_s:.1f} s waiting on output; "
+        f"output in {out_dir}"
     )
     return summary
 
 
-def _keep_last_good(out_dir: Path, last_good: Checkpoint) -> str:
-    """Write the last good state as the checkpoint; say where the run's good results are.
+def _keep_last_good(out_dir: Path, writer: OutputWriter, last_good: Checkpoint) -> str:
+    """Write the last good state as the checkpoint, once the writer has written every
+    snapshot queued before it; say where the run's good results are.
 
     The last good state is the one of the latest snapshot or periodic checkpoint, whichever
     is later: keeping a copy of the state before every step would cost a full device-to-host
-    copy per step, while one at snapshot times adds one to what the snapshot copies anyway
-    (probe times copy only the probes' sums).
+    copy per step, while at snapshot times the state copy is the snapshot's own copy (the
+    snapshot is cut from it), and probe times copy only the probes' sums.
     """
     where = f"step {last_good.steps}, t = {last_good.time:.6g} s"
     try:
+        writer.close()
         write_checkpoint(out_dir, last_good)
     except OSError as error:
         return f"could not write the checkpoint of the last good state ({where}): {error}"

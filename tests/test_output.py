@@ -155,18 +155,29 @@ def test_vtk_round_trip_is_bitwise(tmp_path: Path, dtype: type, n: int) -> None:
     assert [p.name for p in tmp_path.iterdir()] == [path.name]
 
 
-def test_vtk_file_layout(tmp_path: Path) -> None:
-    """Vertex cells, speed, TIME/STEP field data; binary zlib, raw appended data."""
+@pytest.mark.parametrize(
+    ("compression", "compressor"),
+    [("zlib", b"vtkZLibDataCompressor"), ("lz4", b"vtkLZ4DataCompressor"), ("none", None)],
+)
+def test_vtk_file_layout(tmp_path: Path, compression: str, compressor: bytes | None) -> None:
+    """Vertex cells, speed, TIME/STEP field data; binary, raw appended data, compressed with
+    the compressor asked for (none: no compressor named); the arrays read back bit for bit."""
     pytest.importorskip("vtkmodules")
     from vtkmodules.util.numpy_support import vtk_to_numpy
     from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
 
     snap = _random_snapshot(64, np.float32)
     path = tmp_path / "s.vtp"
-    write_snapshot(path, snap)
+    write_snapshot(path, snap, compression)
     head = path.read_bytes()[:4000]
-    assert b'compressor="vtkZLibDataCompressor"' in head
+    if compressor is not None:
+        assert b'compressor="' + compressor + b'"' in head
+    else:
+        assert b"compressor=" not in head
     assert b'encoding="raw"' in head and b'format="appended"' in head
+    back = read_snapshot(path)
+    for name in ("position", "velocity", "density", "pressure", "kind", "id"):
+        _assert_bitwise_equal(getattr(back, name), getattr(snap, name))
 
     reader = vtkXMLPolyDataReader()
     reader.SetFileName(str(path))

@@ -151,7 +151,8 @@ def test_no_fluid_leaves_the_tank(quick_run: Run) -> None:
 def test_summary_has_every_key(quick_run: Run) -> None:
     """summary.json holds what the spec lists (backend, versions, particles by kind, steps,
     simulated time, wall and compile time, particle-steps per second, mass at start and end,
-    particles removed) with consistent values, and equals the returned summary."""
+    particles removed, the time spent waiting on and writing the output) with consistent
+    values, and equals the returned summary."""
     saved = json.loads((quick_run.out / "summary.json").read_text())
     assert saved == json.loads(json.dumps(quick_run.summary))
     cfg = quick_run.cfg
@@ -172,6 +173,8 @@ def test_summary_has_every_key(quick_run: Run) -> None:
         "mass_final",
         "removed",
         "snapshots",
+        "output_wait_s",
+        "output_write_s",
     ):
         assert key in saved, key
     assert saved["backend"] == "cpu" and saved["precision"] == "f32"
@@ -190,6 +193,10 @@ def test_summary_has_every_key(quick_run: Run) -> None:
     assert saved["mass_final"] == saved["mass_initial"]
     assert saved["removed"] == 0
     assert saved["snapshots"] == len(quick_run.snapshots)
+    # The loop waited on the background writer for part of its time at most; the writer
+    # wrote something.
+    assert 0.0 <= saved["output_wait_s"] < saved["wall_time_s"]
+    assert 0.0 < saved["output_write_s"] < saved["wall_time_s"]
 
 
 def test_pvd_lists_every_snapshot_with_its_time(quick_run: Run) -> None:
@@ -213,11 +220,12 @@ def test_pvd_lists_every_snapshot_with_its_time(quick_run: Run) -> None:
 
 
 def test_snapshot_files_are_compressed_binary_vtk(quick_run: Run) -> None:
-    """The .vtp files are VTK XML PolyData with appended raw binary data, zlib-compressed, and
-    carry id, kind, velocity, pressure and density."""
+    """The .vtp files are VTK XML PolyData with appended raw binary data, compressed with LZ4
+    (output.vtk_compression's default), and carry id, kind, velocity, pressure and density."""
+    assert quick_run.cfg.output.vtk_compression == "lz4"
     head = (quick_run.out / "particles_00001.vtp").read_bytes()[:4000]
     assert b'type="PolyData"' in head
-    assert b'compressor="vtkZLibDataCompressor"' in head
+    assert b'compressor="vtkLZ4DataCompressor"' in head
     assert b'<AppendedData encoding="raw">' in (quick_run.out / "particles_00001.vtp").read_bytes()
     for name in (b'"id"', b'"kind"', b'"velocity"', b'"pressure"', b'"density"'):
         assert b"Name=" + name in head

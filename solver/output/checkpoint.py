@@ -8,6 +8,9 @@ the backend, the precision and the dambreak version. Only the latest checkpoint 
 DualSPHysics keeps its last PART): it is written whole under a temporary name, fsync'ed and
 renamed onto the old one, so a crash at any moment leaves the previous checkpoint or the new
 one. The archive is plain numpy (no pickle), uncompressed: writing it is as fast as the disk.
+A run hands its checkpoints to the background writer (solver/output/writer.py) behind the
+snapshots taken before them, or drains the writer first, so that a checkpoint never counts a
+snapshot that is not yet on disk.
 """
 
 from __future__ import annotations

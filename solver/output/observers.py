@@ -1,21 +1,31 @@
 """Observers of a run: at scheduled times they write snapshots (VTK + .pvd and/or .npz) and
 the probes (probes.csv) into the run folder; they never change the state.
 
-A snapshot copies every particle to the host; the probes are evaluated on the device
+A snapshot copies the state to the host (`Simulation.state()`, which the run also keeps as
+its last good state; the snapshot is cut from it); the probes are evaluated on the device
 (solver/output/device_probes.py), so a probe time that is not a snapshot time costs one small
 kernel and read-back. Probes take the device path at snapshot times too, so that each series
 comes from one computation all along.
+
+The files are written by the run's background writer (solver/output/writer.py): the observers
+copy and record on the time loop's thread, and hand the writing over. What they record (the
+snapshots numbered, the .pvd's entries, probes.csv's text) is what `state()` reports, so a
+checkpoint taken at any moment describes the files as they are once the writer has caught up.
 """
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from solver.config import Config
 from solver.output.device_probes import DeviceProbes
 from solver.output.npz import write_snapshot_npz
 from solver.output.probes import ProbeWriter
-from solver.snapshot import Snapshot
+from solver.output.writer import OutputWriter, held_bytes
+from solver.snapshot import STATE_KEYS, snapshot_from_state
 
 if TYPE_CHECKING:
     from solver.simulation import Simulation
@@ -51,18 +61,21 @@ class RunObservers:
         cfg: Config,
         out_dir: Path,
         probes: DeviceProbes,
+        writer: OutputWriter,
         resume: dict[str, Any] | None = None,
     ) -> None:
         """Start the outputs in `out_dir`, or continue them from `resume`, a `state()`;
-        `probes` are the case's probes on the simulation's device.
+        `probes` are the case's probes on the simulation's device, `writer` writes the files.
 
         Resuming removes the snapshots the stopped run wrote after its checkpoint (the resumed
         run writes them again) and rewrites the .pvd and probes.csv as they were then.
         """
         self.cfg = cfg
         self.out_dir = out_dir
+        self._writer = writer
         resume = resume or {}
         self.snapshots_written = int(resume.get("snapshots_written", 0))
+        """Snapshots numbered so far (handed to the writer; on disk once it has drained)."""
         self._pvd = None
         if cfg.output.vtk:
             from solver.output.vtk import PvdWriter
@@ -100,31 +113,50 @@ class RunObservers:
         """The next time an observer wants to look at."""
         return min(self.snapshot_schedule.next_time, self.probe_schedule.next_time)
 
-    def observe(self, sim: "Simulation") -> bool:
-        """Write what is due at the simulation's time; returns whether a snapshot was written
-        (only then are the particles copied to the host)."""
-        snapshot_due = self.snapshot_schedule.due(sim.time)
-        if snapshot_due:
-            self._write_snapshot(sim.snapshot())
+    def observe(self, sim: "Simulation") -> dict[str, np.ndarray] | None:
+        """Hand over to the writer what is due at the simulation's time.
+
+        At a snapshot time returns the state copied for the snapshot (`sim.state()`, the only
+        copy of the particles made; the caller keeps it as the last good state), else None.
+        """
+        state = None
+        if self.snapshot_schedule.due(sim.time):
+            state = sim.state()
+            self._submit_snapshot(state)
         if self.probe_schedule.due(sim.time):
             if self._probes.names:
-                self._probes.write(sim.time, self._device_probes.sample())
+                row = self._probes.record(sim.time, self._device_probes.sample())
+                self._writer.submit(partial(self._probes.append, row))
             self.probe_schedule.advance(sim.time)
-        return snapshot_due
+        return state
 
-    def _write_snapshot(self, snap: Snapshot) -> None:
-        """Write `snap` in the configured formats and list it in the .pvd."""
+    def _submit_snapshot(self, state: dict[str, np.ndarray]) -> None:
+        """Number the snapshot of `state`, list it in the .pvd, and queue its files."""
+        time = float(state["time"])
         stem = f"particles_{self.snapshots_written:05d}"
-        if self._pvd is not None:
-            from solver.output.vtk import write_snapshot
-
-            write_snapshot(self.out_dir / f"{stem}.vtp", snap)
-            self._pvd.add(snap.time, f"{stem}.vtp")
-        if self.cfg.output.npz:
-            write_snapshot_npz(self.out_dir / f"{stem}.npz", snap)
+        listed = self._pvd.record(time, f"{stem}.vtp") if self._pvd is not None else ()
+        needed = {key: state[key] for key in STATE_KEYS}  # the rest is not held for the queue
+        job = partial(self._write_snapshot, stem, needed, listed)
+        self._writer.submit(job, held_bytes(needed.values()))
         self.snapshots_written += 1
-        self.snapshot_schedule.advance(snap.time)
+        self.snapshot_schedule.advance(time)
+
+    def _write_snapshot(
+        self, stem: str, state: dict[str, np.ndarray], listed: tuple[tuple[float, str], ...]
+    ) -> None:
+        """Cut the snapshot from `state` and write it in the configured formats, then the .pvd
+        `listed` (with it last); on the writer's thread, so that the time loop only copies (a
+        cut gathers the live particles when some are flagged for removal), and the .pvd names
+        only complete files."""
+        snap = snapshot_from_state(state)
+        if self._pvd is not None:
+            from solver.output.vtk import write_pvd, write_snapshot
+
+            write_snapshot(self.out_dir / f"{stem}.vtp", snap, self.cfg.output.vtk_compression)
+            write_pvd(self._pvd.path, listed)
+        if self.cfg.output.npz:
+            write_snapshot_npz(self.out_dir / f"{stem}.npz", snap, self.cfg.output.npz_compression)
 
     def close(self) -> None:
-        """Flush and close the probe file."""
+        """Close the probe file; only once the writer has stopped (it appends the rows)."""
         self._probes.close()

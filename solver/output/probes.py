@@ -392,19 +392,29 @@ class ProbeWriter:
 
     @property
     def text(self) -> str:
-        """Everything written to the file so far."""
+        """The header and every row recorded so far (the file catches up as rows are
+        appended; see `record`)."""
         return "".join(self._text)
 
     def write(self, time: float, values: Mapping[str, float]) -> None:
         """Append the row for simulated `time`; `values` must hold every probe name."""
+        self.append(self.record(time, values))
+
+    def record(self, time: float, values: Mapping[str, float]) -> str:
+        """Add the row for `time` to `text` and return it, for `append` later: the time loop
+        records, the background writer (solver/output/writer.py) appends."""
         missing = [name for name in self.names if name not in values]
         if missing:
             raise KeyError(f"no value for probe(s) {missing} at time {time!r}")
         fields = [repr(float(time))] + [repr(float(values[name])) for name in self.names]
         row = ",".join(fields) + "\n"
+        self._text.append(row)
+        return row
+
+    def append(self, row: str) -> None:
+        """Write a row made by `record` to the file, in one write, and flush it."""
         self._file.write(row)
         self._file.flush()
-        self._text.append(row)
 
     def close(self) -> None:
         """Close the file (idempotent)."""
