@@ -20,8 +20,15 @@ the value of that linear field at its own position, rho_b = rho_g + (x_b - x_g) 
 Where the matrix is ill-conditioned (|det| below DETERMINANT_LIMIT: too few fluid neighbours
 around the ghost node for a gradient, e.g. at the free surface) the paper falls back to the
 Shepard-normalised zeroth-order value rho_b = sum m_j W_gj / sum V_j W_gj; with no fluid
-neighbour at all the particle keeps rho0. As in DBC (Crespo et al. 2007) and DualSPHysics the
-result is clamped to rho0 from below, so that a wall never pulls water towards itself.
+neighbour at all the particle keeps rho0.
+
+The result is clamped to rho0 from below: the wall is non-adhesive, it pushes water but never
+pulls it (the same unilateral treatment SPlisHSPlasH's WCSPH applies to every particle's
+density before its equation of state). This is our choice, not the paper's: DualSPHysics 5.x
+stores the extrapolated density unclamped. Measured on SPHERIC test 2 (validation/README.md,
+"mDBC clamp"), the unclamped wall doubles the tension at the impact (P3/P4 1 ms minima -38 and
+-59 kPa against -10 and -25 kPa at dp 0.02) and lets water leave the density band at dp 0.01,
+while neither variant moves the 20 ms P1 peak consistently.
 
 The matrix is assembled in units of h (positions r / h, gradients h grad W), which leaves its
 determinant unchanged and keeps every entry of order one in float32.
