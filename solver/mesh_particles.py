@@ -1,21 +1,30 @@
 """Boundary particles of surface meshes: a closed solid filled, or a terrain layered below.
 
 DualSPHysics' GenCase fills a solid drawn from an STL by voxelising it on the particle lattice
-(Dominguez et al. 2022, Comput. Part. Mech. 9, 867-895, section 3); here the same is done with
-an exact inside test and exact distances instead of voxels: the lattice points are kept that
-lie inside the surface (solver/surface_crossings.py: the parity of an upward ray's crossings)
-and, for a shell or a terrain, no deeper below it than the boundary's thickness (the distance
-to the nearest triangle, solver/surface_distance.py).
+(Dominguez et al. 2022, Comput. Part. Mech. 9, 867-895); here the same is done with an exact
+inside test and exact distances instead of voxels: the lattice points are kept that lie inside
+the surface (solver/surface_crossings.py: the parity of an upward ray's crossings) and, for a
+shell or a terrain, no deeper below it than the boundary's thickness (the distance to the
+nearest triangle, solver/surface_distance.py).
 
-The lattice is the one the box rules of solver/scene.py use, so a mesh of a box gives the box's
-particles: points lower + (k + gap) dp on each axis, `lower` the corner of the mesh's bounding
-box for an obstacle (the box path anchors its lattice at the box's min corner) and the tank's
-min corner for a terrain (whose particles so stand in the fluid's columns), gap = surface_gap
-of the boundary method (1/2 under mDBC: layer k lies (k + 1/2) dp behind a face parallel to
-the lattice, as on the walls). A point belongs to the solid when it is inside or within
-ON_SURFACE dp of the surface (DBC puts its outermost layer on the surface); a shell or terrain
-keeps the points less than (gap + layers - 1/2) dp deep, `layers` layers behind a face parallel
-to the lattice. Fluid is kept outside and at least dp/2 from every surface.
+The lattice is the one of the box rules of solver/scene.py: points lower + (k + gap) dp on each
+axis, gap = surface_gap of the boundary method (1/2 under mDBC, so that layer k lies
+(k + 1/2) dp behind a face parallel to the lattice, as on the walls), `lower` the corner of the
+mesh's bounding box for an obstacle (the box rule anchors its lattice at the box's min corner)
+and the tank's min corner for a terrain (whose particles so stand in the fluid's columns). A
+mesh of a box whose sides are multiples of dp so gives the box's particles (the box rule also
+puts a layer on a max face that is not a whole number of dp away; a mesh keeps the regular
+lattice).
+
+Which points: depth is counted positive inside the solid (below a terrain). A solid keeps every
+point inside; a shell or a terrain the points whose depth lies in [(gap - 1/2) dp,
+(gap + layers - 1/2) dp): `layers` layers behind a face parallel to the lattice, and a band
+`layers` dp thick holds a point on every lattice line along the axis nearest to the surface's
+normal, so a slanted or curved surface has no holes. So under DBC, whose outermost layer
+samples the surface itself, points less than dp/2 outside belong to it too (solver/scene.py
+keeps the fluid dp/2 from them); under mDBC a point may lie on a slanted face, and is then its
+own ghost node. Points within ON_SURFACE dp of the surface count as on it. Fluid is kept
+outside and at least dp/2 from every surface.
 """
 
 from __future__ import annotations
@@ -48,8 +57,9 @@ sizes of a case (and far above the rays' offset, solver/surface_crossings.py).""
 
 
 def lattice_axis(lower: float, upper: float, dp: float, gap: float, tol: float) -> np.ndarray:
-    """lower + (k + gap) dp for k = 0, 1, ... while <= upper (within ON_SURFACE dp + tol)."""
-    count = math.floor((upper - lower - gap * dp + tol) / dp + ON_SURFACE) + 1
+    """lower + (k + gap) dp for k = 0, 1, ... while <= upper + (1/2 - gap) dp, the farthest a
+    band point can lie outside (within ON_SURFACE dp + tol)."""
+    count = math.floor((upper + (0.5 - gap) * dp - lower - gap * dp + tol) / dp + ON_SURFACE) + 1
     return lower + dp * (np.arange(max(count, 0)) + gap)
 
 
@@ -65,9 +75,23 @@ def _product(xs: np.ndarray, ys: np.ndarray, zs: np.ndarray) -> np.ndarray:
     return np.stack([g.ravel() for g in grid], axis=1)
 
 
-def _band_depth(gap: float, layers: int) -> float:
-    """Depth (in dp) below which a shell or terrain keeps no point: (gap + layers - 1/2)."""
-    return gap + layers - 0.5
+def _band(
+    inside: np.ndarray, distance: np.ndarray, dp: float, gap: float, layers: int, hollow: bool
+) -> np.ndarray:
+    """Mask of the points a boundary keeps: depth in [(gap - 1/2) dp, (gap + layers - 1/2) dp),
+    the depth counted positive inside the solid (below a terrain); no lower bound if solid."""
+    keep = distance <= ON_SURFACE * dp  # on the surface, whatever the ray parity says
+    keep |= ~inside & (distance < (0.5 - gap - ON_SURFACE) * dp)
+    if hollow:
+        keep |= inside & (distance < (gap + layers - 0.5 - ON_SURFACE) * dp)
+    else:
+        keep |= inside
+    return keep
+
+
+def _band_reach(dp: float, gap: float, layers: int, hollow: bool) -> float:
+    """How far from the surface `_band` needs distances."""
+    return max(gap + layers - 0.5 if hollow else 0.0, 0.5 - gap, ON_SURFACE) * dp
 
 
 def solid_points(
@@ -82,12 +106,9 @@ def solid_points(
         return points
     origin = np.array([axes[0][0], axes[1][0]])
     inside = crossings_above(points, triangles, origin, dp) % 2 == 1
-    reach = _band_depth(gap, layers) * dp if hollow else ON_SURFACE * dp
-    depth = nearest_on_surface(points, triangles, dp, reach=reach).distance
-    keep = inside | (depth <= ON_SURFACE * dp)
-    if hollow:
-        keep &= depth < (_band_depth(gap, layers) - ON_SURFACE) * dp
-    return points[keep]
+    reach = _band_reach(dp, gap, layers, hollow)
+    distance = nearest_on_surface(points, triangles, dp, reach=reach).distance
+    return points[_band(inside, distance, dp, gap, layers, hollow)]
 
 
 def clear_of_surface(
@@ -129,17 +150,17 @@ def terrain_points(
     layers: int,
     tol: float,
 ) -> np.ndarray:
-    """Lattice points (xs x ys x zs) below a height-field terrain, less than the band deep."""
-    lowest = triangles[:, :, 2].min() - _band_depth(gap, layers) * dp
-    zs = zs[(zs >= lowest - tol) & (zs <= triangles[:, :, 2].max() + ON_SURFACE * dp)]
+    """Lattice points (xs x ys x zs) of a height-field terrain's band (below it)."""
+    reach = _band_reach(dp, gap, layers, True)
+    zs = zs[
+        (zs >= triangles[:, :, 2].min() - reach - tol) & (zs <= triangles[:, :, 2].max() + reach)
+    ]
     points = _product(xs, ys, zs)
     if len(points) == 0:
         return points
     below = crossings_above(points, triangles, np.array([xs[0], ys[0]]), dp) == 1
-    depth = nearest_on_surface(points, triangles, dp, reach=_band_depth(gap, layers) * dp).distance
-    band = (_band_depth(gap, layers) - ON_SURFACE) * dp
-    keep = (below | (depth <= ON_SURFACE * dp)) & (depth < band)
-    return points[keep]
+    distance = nearest_on_surface(points, triangles, dp, reach=reach).distance
+    return points[_band(below, distance, dp, gap, layers, True)]
 
 
 def far_from(points: np.ndarray, placed: np.ndarray, radius: float) -> np.ndarray:

@@ -293,12 +293,6 @@ def build_scene(cfg: Config) -> Scene:
     """Particles of a case: fluid, then tank walls, then obstacles (see the module docstring)."""
     dp = cfg.dp
     tol = geometric_tolerance(cfg)
-    fluid = fluid_particles(cfg, tol)
-    if len(fluid) == 0:
-        raise ConfigError(
-            f"{cfg.source}: fluid: the [[fluid]] blocks hold no lattice point at least dp/2 "
-            f"(dp = {cfg.dp:g}) from the walls and obstacles"
-        )
     wall_tank = _wall_lattice_tank(cfg)
     walls = wall_particles(wall_tank, dp, tol)
     terrain = terrain_particles(cfg, tol)
@@ -320,6 +314,14 @@ def build_scene(cfg: Config) -> Scene:
         if obstacle.mesh is not None:
             placed.append(pts)
         obstacles.append(pts)
+    # DBC's mesh boundaries reach up to dp/2 beyond their surfaces: water keeps dp/2 from them
+    fluid = fluid_particles(cfg, tol)
+    fluid = fluid[far_from(fluid, np.concatenate(placed, axis=0), 0.5 * dp - tol)]
+    if len(fluid) == 0:
+        raise ConfigError(
+            f"{cfg.source}: fluid: the [[fluid]] blocks hold no lattice point at least dp/2 "
+            f"(dp = {cfg.dp:g}) from the walls, the terrain and the obstacles"
+        )
     obstacle_points = np.concatenate(obstacles, axis=0) if obstacles else np.zeros((0, 3))
     position = np.ascontiguousarray(
         np.concatenate([fluid, walls, terrain, obstacle_points], axis=0)
