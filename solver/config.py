@@ -1118,11 +1118,11 @@ class _Builder:
         surface = cfg.terrain.surface
         tank = cfg.tank.box
         low, high = float(surface.lower[2]), float(surface.upper[2])
-        shown = _shown(Path(cfg.terrain.path).name)
+        shown = f"mesh {Path(cfg.terrain.path).name}"
         if low < tank.min[2] - tol or (high > tank.max[2] + tol and not cfg.tank.open_top):
             raise self.error(
                 "terrain.mesh",
-                f"= {shown}: the terrain spans z = {low:g}..{high:g}, not inside the tank "
+                f"{shown}: the terrain spans z = {low:g}..{high:g}, not inside the tank "
                 f"{_box_text(tank)} (only an open top may be exceeded)",
             )
         gap = surface_gap(cfg.physics.boundary)
@@ -1139,7 +1139,7 @@ class _Builder:
             )
             raise self.error(
                 "terrain.mesh",
-                f"= {shown}: the vertical line at x = {x:g}, y = {y:g} {problem} "
+                f"{shown}: the vertical line at x = {x:g}, y = {y:g} {problem} "
                 f"({len(bad)} of {len(counts)} lines of the lattice); a terrain must be crossed "
                 "once by every vertical line through the tank",
             )

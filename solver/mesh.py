@@ -120,7 +120,7 @@ def load_surface(
     faces = np.asarray(getattr(mesh, "faces", np.zeros((0, 3))), dtype=np.int64)
     if len(faces) == 0 or not np.all(np.isfinite(vertices)):
         raise MeshError(
-            f"holds no triangle: not a {suffix.upper()} mesh trimesh can read (or empty)"
+            f"holds no triangle: empty, or not a mesh trimesh can read as {suffix.upper()}"
         )
     matrix = placement_matrix(scale, rotate)
     placed = vertices @ matrix.T + np.asarray(translate, dtype=np.float64)
