@@ -244,7 +244,7 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("obstacle", "translate", "vec3", "m", (0.0, 0.0, 0.0),
             "Move of the rotated mesh (last)."),
     KeySpec("terrain", "mesh", "path", "-", None,
-            "The terrain surface (open or closed; its top is what counts).",
+            "The terrain surface, open (a closed surface is crossed twice by every line).",
             auto="none: the flat tank floor"),
     KeySpec("terrain", "scale", "vec3", "-", (1.0, 1.0, 1.0),
             "Scale factors of the mesh along x, y, z (first).", lo=0.0, lo_open=True),

@@ -4,8 +4,9 @@ The closest point of a triangle to a point is found by the Voronoi-region test o
 "Real-Time Collision Detection" (2005), section 5.1.5, vectorised over pairs of points and
 triangles. A surface query compares each point with the triangles that can be nearest to it:
 points are grouped into small cubes (tiles); a tile keeps the triangles whose bounding box lies
-within an upper bound of the nearest distance of every point of the tile (the distance from the
-tile's centre to the nearest triangle corner plus the tile's half diagonal), and within `reach`.
+within `reach` of the tile or, with no reach, within an upper bound of the nearest distance of
+every point of the tile (the distance from the tile's centre to the nearest triangle corner plus
+the tile's half diagonal).
 So the cost grows with the points times the triangles near them, not times all triangles.
 """
 
@@ -124,8 +125,10 @@ def nearest_on_surface(
         p = points[index]
         lo, hi = p.min(axis=0), p.max(axis=0)
         centre, half_diagonal = 0.5 * (lo + hi), 0.5 * float(np.linalg.norm(hi - lo))
-        bound = float(np.sqrt(np.min(np.sum((corners - centre) ** 2, axis=1)))) + half_diagonal
-        bound = min(bound + tie, reach)
+        bound = reach
+        if not np.isfinite(reach):  # any triangle corner bounds every point's distance
+            nearest_corner = float(np.sqrt(np.min(np.sum((corners - centre) ** 2, axis=1))))
+            bound = nearest_corner + half_diagonal + tie
         gap = np.maximum(np.maximum(tri_lo - hi, lo - tri_hi), 0.0)
         candidates = np.flatnonzero(np.sum(gap * gap, axis=1) <= bound * bound * (1 + 1e-12))
         if len(candidates) == 0:
