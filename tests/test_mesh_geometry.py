@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import trimesh
+from test_scene import min_pair_distance
 
 from solver.config import ConfigError, config_to_toml, load_config, loads_config
 from solver.mesh import load_surface, placement_matrix
@@ -328,3 +329,18 @@ def test_open_mesh_is_refused_as_an_obstacle_and_taken_as_a_terrain(tmp_path: Pa
     closed = box_stl(tmp_path, (0.0, 0.0, 0.125), (1.0, 1.0, 0.25), "slab.stl")
     with pytest.raises(ConfigError, match="crosses it 2 times: it is not a height field"):
         loads_config(CASE + f'[terrain]\nmesh = "{closed}"\n')
+
+
+@pytest.mark.parametrize("boundary", ["mdbc", "dbc"])
+def test_obstacle_on_a_terrain_keeps_every_pair_apart(boundary: str, tmp_path: Path) -> None:
+    """A box mesh standing on a sloped terrain, a box obstacle beside it, water over both: no
+    two particles closer than dp/2 (the obstacle's points near the terrain's give way), and
+    every ghost finite."""
+    xs = np.linspace(0.0, 1.0, 5)
+    path = terrain_stl(tmp_path, np.repeat((0.05 + 0.1 * xs)[:, None], 5, axis=1))
+    cube = box_stl(tmp_path, (0.5, 0.25, 0.0), (0.75, 0.5, 0.375))
+    text = CASE + f'[terrain]\nmesh = "{path}"\n[[obstacle]]\nmesh = "{cube}"\nhollow = true\n'
+    text += "[[obstacle]]\nmin = [0.125, 0.5, 0.0]\nmax = [0.375, 0.75, 0.25]\n"
+    scene = build_scene(loads_config(text, overrides=(f"physics.boundary={boundary}",)))
+    assert min_pair_distance(scene.position, 0.5 * DP) >= 0.5 * DP * (1.0 - 1e-9)
+    assert np.all(np.isfinite(scene.ghost)) and scene.count(OBSTACLE) > 0
