@@ -8,7 +8,8 @@ TOML layout::
 
     [case] name                     [particles] dp
     [domain] min max                [tank] min max wall_layers open_top
-    [[fluid]] min max               [[obstacle]] min max hollow
+    [[fluid]] min max               [[obstacle]] min max hollow | mesh scale rotate translate hollow
+    [terrain] mesh scale rotate translate
     [physics] ...   [time] ...      [output] ...
     [[probes.height]] name x y surface    [[probes.pressure]] name position
 
@@ -27,7 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from solver.lattice import fluid_index_range, surface_gap
+from solver.mesh import MESH_FORMATS, MeshError, Surface, load_surface
+from solver.mesh_particles import tank_axis, terrain_columns
 from solver.output.npz import NPZ_COMPRESSIONS
 from solver.output.probes import GAUGE_SURFACES
 from solver.output.vtk import VTK_COMPRESSIONS
@@ -51,6 +56,7 @@ __all__ = [
     "ConfigError",
     "HeightGauge",
     "KeySpec",
+    "MeshConfig",
     "ObstacleConfig",
     "NeighborsConfig",
     "OutputConfig",
@@ -100,7 +106,8 @@ REQUIRED: Any = _Required()
 class KeySpec:
     """Metadata of one configuration key.
 
-    `kind` is one of "float", "int", "bool", "str", "vec3". `default` is a value, `REQUIRED`,
+    `kind` is one of "float", "int", "bool", "str", "path", "vec3" ("path": a file, relative to
+    the case file's folder). `default` is a value, `REQUIRED`,
     or None for a key whose default is derived from other keys (then `auto` says how).
     Numeric bounds are inclusive unless `lo_open`/`hi_open`.
     """
@@ -131,6 +138,11 @@ class KeySpec:
             return "true or false"
         if self.kind == "str":
             return "letters, digits, _ . -"
+        if self.kind == "path":
+            return (
+                "a file path (" + ", ".join("." + f for f in MESH_FORMATS) + "), relative to "
+                "the case file's folder"
+            )
         bounds = self._bounds_text()
         parts = [bounds] if bounds else []
         if self.kind == "vec3":
@@ -147,6 +159,8 @@ class KeySpec:
             return self.allowed_text()
         if self.kind == "str":
             return "a string of letters, digits, _ . -"
+        if self.kind == "path":
+            return "a file path (a string)"
         noun = {"float": "a number", "int": "an integer", "vec3": "a list of 3 numbers"}[self.kind]
         bounds = self._bounds_text()
         if not bounds:
@@ -177,7 +191,12 @@ SECTIONS: dict[str, str] = {
     "domain": "The computational box; particles that leave it are removed (and counted).",
     "tank": "The tank: an axis-aligned box whose inner faces carry the innermost wall layer.",
     "fluid": "Blocks of water at rest at t = 0 (array of tables, at least one).",
-    "obstacle": "Fixed boxes inside the tank (array of tables, any number).",
+    "obstacle": "Fixed solids inside the tank, each a box (min, max) or a closed surface mesh "
+    "(mesh: an STL, OBJ, PLY or OFF file, placed by scale, then rotate, then translate) "
+    "(array of tables, any number).",
+    "terrain": "An uneven floor from a surface mesh (e.g. a valley from a GIS tool): a height "
+    "field that every vertical line through the tank crosses once, carried by boundary "
+    "particles in tank.wall_layers layers below it (kind WALL); the water stays above it.",
     "physics": "Weakly compressible SPH model.",
     "neighbors": "Neighbour search.",
     "time": "Time integration and output times.",
@@ -208,10 +227,31 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("tank", "open_top", "bool", "-", True, "No lid: side walls end at tank max z."),
     KeySpec("fluid", "min", "vec3", "m", REQUIRED, "Lower corner of the water block."),
     KeySpec("fluid", "max", "vec3", "m", REQUIRED, "Upper corner of the water block."),
-    KeySpec("obstacle", "min", "vec3", "m", REQUIRED, "Lower corner of the obstacle."),
-    KeySpec("obstacle", "max", "vec3", "m", REQUIRED, "Upper corner of the obstacle."),
+    KeySpec("obstacle", "min", "vec3", "m", None, "Lower corner of a box obstacle.",
+            auto="required unless mesh is given"),
+    KeySpec("obstacle", "max", "vec3", "m", None, "Upper corner of a box obstacle.",
+            auto="required unless mesh is given"),
     KeySpec("obstacle", "hollow", "bool", "-", False,
-            "A shell tank.wall_layers thick instead of a solid box."),
+            "A shell tank.wall_layers thick instead of a solid."),
+    KeySpec("obstacle", "mesh", "path", "-", None,
+            "A closed (watertight) surface mesh instead of a box: the lattice points inside it "
+            "become the obstacle's particles (docs/meshes.md).", auto="none: a box"),
+    KeySpec("obstacle", "scale", "vec3", "-", (1.0, 1.0, 1.0),
+            "Scale factors of the mesh along x, y, z (first; 0.001 turns millimetres into "
+            "metres).", lo=0.0, lo_open=True),
+    KeySpec("obstacle", "rotate", "vec3", "deg", (0.0, 0.0, 0.0),
+            "Rotation of the scaled mesh about the x, then the y, then the z axis."),
+    KeySpec("obstacle", "translate", "vec3", "m", (0.0, 0.0, 0.0),
+            "Move of the rotated mesh (last)."),
+    KeySpec("terrain", "mesh", "path", "-", None,
+            "The terrain surface, open (a closed surface is crossed twice by every line).",
+            auto="none: the flat tank floor"),
+    KeySpec("terrain", "scale", "vec3", "-", (1.0, 1.0, 1.0),
+            "Scale factors of the mesh along x, y, z (first).", lo=0.0, lo_open=True),
+    KeySpec("terrain", "rotate", "vec3", "deg", (0.0, 0.0, 0.0),
+            "Rotation of the scaled mesh about the x, then the y, then the z axis."),
+    KeySpec("terrain", "translate", "vec3", "m", (0.0, 0.0, 0.0),
+            "Move of the rotated mesh (last)."),
     KeySpec("physics", "rho0", "float", "kg/m^3", 1000.0, "Reference density.",
             lo=0.0, lo_open=True),
     KeySpec("physics", "gravity", "vec3", "m/s^2", (0.0, 0.0, -9.81), "Gravity vector."),
@@ -308,9 +348,18 @@ CROSS_CHECKS: tuple[str, ...] = (
     "At least one `[[fluid]]` block; every fluid block lies inside the tank, holds at least one "
     "lattice point (tank.min + (i + 1/2) dp under mdbc, tank.min + i dp under dbc; dp/2 clear "
     "of the walls) on every axis, overlaps no other fluid block (blocks may touch) and does not "
-    "lie wholly inside an obstacle (a partly covered block is carved around it).",
+    "lie wholly inside a box obstacle (a partly covered block is carved around it; so is one "
+    "inside a mesh, and a case whose water is all carved away is refused when its particles "
+    "are placed).",
     "Every obstacle lies inside the tank in x and y and starts at or above the floor; "
-    "its top may rise above an open top only.",
+    "its top may rise above an open top only. A mesh obstacle is judged by its bounding box "
+    "once placed.",
+    "An obstacle is a box (`min` and `max`) or a mesh (`mesh`, with `scale`, `rotate`, "
+    "`translate`), never both; a mesh obstacle's file exists, is read as STL, OBJ, PLY or OFF, "
+    "holds triangles of non-zero area once scaled, is closed (every edge joins exactly two "
+    "triangles) and encloses a volume.",
+    "The terrain's mesh lies inside the tank in z (its top may rise above an open top only) "
+    "and every vertical line of the fluid lattice through the tank crosses it exactly once.",
     "The domain contains the tank walls (`wall_layers` layers, the innermost dp/2 outside the "
     "tank under mdbc) and every obstacle.",
     "Height gauges lie inside the tank in x and y; pressure sensors lie inside the tank.",
@@ -375,11 +424,28 @@ class TankConfig:
 
 
 @dataclass(frozen=True)
+class MeshConfig:
+    """A surface mesh file placed in the case, x' = R (S x) + t (solver/mesh.py), and what it
+    holds once placed (`surface`, read when the config is loaded; left out of equality)."""
+
+    path: str
+    """The file, as an absolute path."""
+    surface: Surface = field(compare=False, repr=False)
+    scale: Vec3 = _default("obstacle", "scale")
+    rotate: Vec3 = _default("obstacle", "rotate")
+    translate: Vec3 = _default("obstacle", "translate")
+
+
+@dataclass(frozen=True)
 class ObstacleConfig:
-    """A fixed box: solid, or a shell `tank.wall_layers` particles thick when `hollow`."""
+    """A fixed solid: solid, or a shell `tank.wall_layers` particles thick when `hollow`.
+
+    A box, or the solid a closed `mesh` encloses; `box` is then the mesh's bounding box.
+    """
 
     box: Box
     hollow: bool = _default("obstacle", "hollow")
+    mesh: MeshConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -482,6 +548,8 @@ class Config:
     time: TimeConfig
     output: OutputConfig
     probes: ProbesConfig
+    terrain: MeshConfig | None = None
+    """An uneven floor (a height-field surface over the tank floor), or None: the flat floor."""
 
     @property
     def smoothing_length(self) -> float:
@@ -556,7 +624,12 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Confi
         file = Path(path)
         source = str(path)
     return loads_config(
-        _read_case_file(file), source=source, name=file.stem, overrides=overrides, where=str(file)
+        _read_case_file(file),
+        source=source,
+        name=file.stem,
+        overrides=overrides,
+        where=str(file),
+        base=file.resolve().parent,
     )
 
 
@@ -590,8 +663,10 @@ def loads_config(
     name: str = "case",
     overrides: Sequence[str] = (),
     where: str | None = None,
+    base: Path | None = None,
 ) -> Config:
-    """Validate TOML text. `name` is the default case name; `where` labels error messages."""
+    """Validate TOML text. `name` is the default case name; `where` labels error messages;
+    relative mesh paths are taken from the folder `base` (default: the working directory)."""
     where = where or source
     try:
         raw = tomllib.loads(text)
@@ -600,7 +675,8 @@ def loads_config(
     overridden: set[str] = set()
     for item in overrides:
         overridden.add(_apply_override(raw, item, where))
-    return _Builder(raw, where, source, name, overridden, text).build()
+    folder = base if base is not None else Path.cwd()
+    return _Builder(raw, where, source, name, overridden, text, folder).build()
 
 
 def _syntax_message(where: str, detail: str) -> str:
@@ -673,6 +749,7 @@ class _Builder:
         name: str,
         overridden: set[str],
         text: str = "",
+        base: Path = Path(),
     ) -> None:
         self.raw = raw
         self.where = where
@@ -680,6 +757,7 @@ class _Builder:
         self.default_name = name
         self.overridden = overridden
         self.text = text
+        self.base = base
 
     # -- messages ---------------------------------------------------------------------------
 
@@ -788,6 +866,10 @@ class _Builder:
             if not isinstance(raw, bool):
                 raise self.error(dotted, bad)
             return raw
+        if spec.kind == "path":
+            if not isinstance(raw, str) or not raw.strip():
+                raise self.error(dotted, bad)
+            return raw
         if spec.kind == "str":
             if not isinstance(raw, str):
                 raise self.error(dotted, bad)
@@ -832,6 +914,13 @@ class _Builder:
         """A Box from a table's min/max, with min < max on every axis."""
         lo = self.value(table, section, "min", label)
         hi = self.value(table, section, "max", label)
+        for key, corner in (("min", lo), ("max", hi)):
+            if corner is None:  # an obstacle's, whose default is "required unless mesh"
+                spec = _SPEC[(section, key)]
+                raise self.error(
+                    f"{label}.{key}",
+                    f"missing; it is required ({spec.doc[:-1]}) unless mesh is given",
+                )
         for a, axis in enumerate("xyz"):
             if not lo[a] < hi[a]:
                 raise self.error(
@@ -845,6 +934,64 @@ class _Builder:
         """All keys of a plain section, defaults filled."""
         table = self.table(section)
         return {key: self.value(table, section, key, section) for key in _keys_of(section)}
+
+    def mesh(self, table: Mapping[str, Any], section: str, label: str) -> MeshConfig:
+        """A mesh file of a table, read and placed (scale, rotate, translate)."""
+        given = self.value(table, section, "mesh", label)
+        path = Path(given).expanduser()
+        if not path.is_absolute():
+            path = self.base / path
+        scale, rotate, translate = (
+            self.value(table, section, key, label) for key in ("scale", "rotate", "translate")
+        )
+        try:
+            surface = load_surface(path, scale, rotate, translate)
+        except MeshError as exc:
+            raise self.error(f"{label}.mesh", f"= {_shown(given)} ({path}): {exc}") from None
+        return MeshConfig(str(path), surface, scale, rotate, translate)
+
+    def obstacle(self, table: Mapping[str, Any], i: int) -> ObstacleConfig:
+        """Obstacle i: a box (min, max) or a closed mesh (mesh, scale, rotate, translate)."""
+        label = f"obstacle[{i}]"
+        hollow = self.value(table, "obstacle", "hollow", label)
+        if "mesh" not in table:
+            for key in ("scale", "rotate", "translate"):
+                if key in table:
+                    raise self.error(
+                        f"{label}.{key}",
+                        'places a mesh, and this obstacle has none; give mesh = "file.stl" '
+                        "or leave it out for a box",
+                    )
+            return ObstacleConfig(box=self.box(table, "obstacle", label), hollow=hollow)
+        for key in ("min", "max"):
+            if key in table:
+                raise self.error(
+                    f"{label}.{key}",
+                    "is for a box; give either min and max (a box) or mesh (a surface mesh), "
+                    "not both",
+                )
+        mesh = self.mesh(table, "obstacle", label)
+        surface = mesh.surface
+        if not surface.closed:
+            raise self.error(
+                f"{label}.mesh",
+                f"= {_shown(table['mesh'])}: the surface is not closed (watertight): "
+                f"{surface.open_edges} edges do not join exactly two triangles; an obstacle "
+                "must enclose a solid (close the surface in the CAD tool; an open surface can "
+                "be a [terrain])",
+            )
+        lower, upper = surface.lower, surface.upper
+        box = Box(
+            (float(lower[0]), float(lower[1]), float(lower[2])),
+            (float(upper[0]), float(upper[1]), float(upper[2])),
+        )
+        if surface.volume <= 1e-9 * math.prod(max(s, 0.0) for s in box.size):
+            raise self.error(
+                f"{label}.mesh",
+                f"= {_shown(table['mesh'])}: the surface encloses no volume (scale = "
+                f"{list(mesh.scale)}); an obstacle must enclose a solid",
+            )
+        return ObstacleConfig(box=box, hollow=hollow, mesh=mesh)
 
     # -- the whole config -------------------------------------------------------------------
 
@@ -866,13 +1013,16 @@ class _Builder:
         fluid = tuple(
             self.box(t, "fluid", f"fluid[{i}]") for i, t in enumerate(self.array("fluid"))
         )
-        obstacles = tuple(
-            ObstacleConfig(
-                box=self.box(t, "obstacle", f"obstacle[{i}]"),
-                hollow=self.value(t, "obstacle", "hollow", f"obstacle[{i}]"),
-            )
-            for i, t in enumerate(self.array("obstacle"))
-        )
+        obstacles = tuple(self.obstacle(t, i) for i, t in enumerate(self.array("obstacle")))
+        terrain_t = self.table("terrain")
+        terrain = None
+        if terrain_t:
+            if "mesh" not in terrain_t:
+                given = ", ".join(terrain_t)
+                raise self.error(
+                    "terrain", f'gives {given} but no mesh; [terrain] needs mesh = "file.stl"'
+                )
+            terrain = self.mesh(terrain_t, "terrain", "terrain")
         physics = PhysicsConfig(**self.fields("physics"))
         neighbors = NeighborsConfig(**self.fields("neighbors"))
         time = TimeConfig(**self.fields("time"))
@@ -920,6 +1070,7 @@ class _Builder:
             time=time,
             output=output,
             probes=probes,
+            terrain=terrain,
         )
         self.cross_checks(cfg)
         return cfg
@@ -953,12 +1104,45 @@ class _Builder:
                     "fluid blocks may touch but not overlap",
                 )
         for k, obstacle in enumerate(cfg.obstacles):
-            if obstacle.box.contains_box(block, tol):
+            if obstacle.mesh is None and obstacle.box.contains_box(block, tol):
                 raise self.error(
                     f"fluid[{i}]",
                     f"block {_box_text(block)} lies inside obstacle[{k}] "
                     f"{_box_text(obstacle.box)}, so it holds no water",
                 )
+
+    def check_terrain(self, cfg: Config, tol: float) -> None:
+        """The terrain lies in the tank and every vertical line of the fluid lattice through
+        the tank crosses it exactly once (a height field covering the floor)."""
+        assert cfg.terrain is not None
+        surface = cfg.terrain.surface
+        tank = cfg.tank.box
+        low, high = float(surface.lower[2]), float(surface.upper[2])
+        shown = f"mesh {Path(cfg.terrain.path).name}"
+        if low < tank.min[2] - tol or (high > tank.max[2] + tol and not cfg.tank.open_top):
+            raise self.error(
+                "terrain.mesh",
+                f"{shown}: the terrain spans z = {low:g}..{high:g}, not inside the tank "
+                f"{_box_text(tank)} (only an open top may be exceeded)",
+            )
+        gap = surface_gap(cfg.physics.boundary)
+        axes = [tank_axis(tank.min[a], tank.max[a], cfg.dp, gap, tol) for a in range(2)]
+        counts = terrain_columns(surface.triangles, axes[0], axes[1], cfg.dp)
+        bad = np.flatnonzero(counts != 1)
+        if len(bad):
+            x = axes[0][bad[0] // len(axes[1])]
+            y = axes[1][bad[0] % len(axes[1])]
+            problem = (
+                "misses it: it does not cover the whole tank floor"
+                if counts[bad[0]] == 0
+                else f"crosses it {counts[bad[0]]} times: it is not a height field"
+            )
+            raise self.error(
+                "terrain.mesh",
+                f"{shown}: the vertical line at x = {x:g}, y = {y:g} {problem} "
+                f"({len(bad)} of {len(counts)} lines of the lattice); a terrain must be crossed "
+                "once by every vertical line through the tank",
+            )
 
     def cross_checks(self, cfg: Config) -> None:
         """The checks that involve several keys (listed in words in CROSS_CHECKS)."""
@@ -988,23 +1172,27 @@ class _Builder:
                 for a in range(2)
             )
             top_ok = box.max[2] <= tank.max[2] + tol or cfg.tank.open_top
+            what = _obstacle_text(obstacle)
+            key = f"obstacle[{i}]" if obstacle.mesh is None else f"obstacle[{i}].mesh"
             if not (inside_xy and box.min[2] >= tank.min[2] - tol and top_ok):
                 raise self.error(
-                    f"obstacle[{i}]",
-                    f"box {_box_text(box)} is not inside the "
+                    key,
+                    f"{what} is not inside the "
                     f"tank {_box_text(tank)} (only an open top may be exceeded)",
                 )
             for a, axis in enumerate("xyz"):
                 if box.size[a] < dp - tol:
                     raise self.error(
-                        f"obstacle[{i}]",
-                        f"the obstacle is {box.size[a]:g} m on {axis}, thinner than dp = {dp:g} m",
+                        key,
+                        f"{what} is {box.size[a]:g} m on {axis}, thinner than dp = {dp:g} m",
                     )
             if not cfg.domain.contains_box(box, tol):
                 raise self.error(
                     "domain",
                     f"{_box_text(cfg.domain)} does not contain obstacle[{i}] {_box_text(box)}",
                 )
+        if cfg.terrain is not None:
+            self.check_terrain(cfg, tol)
         walls = wall_extent(cfg.tank, dp, cfg.physics.boundary)
         if not cfg.domain.contains_box(walls, tol):
             raise self.error(
@@ -1072,7 +1260,7 @@ def _fits(kind: str, raw: Any) -> bool:
         return kind == "bool"
     if kind == "float":
         return isinstance(raw, (int, float))
-    return isinstance(raw, {"int": int, "str": str}.get(kind, bool))
+    return isinstance(raw, {"int": int, "str": str, "path": str}.get(kind, bool))
 
 
 def _type_name(raw: Any) -> str:
@@ -1097,6 +1285,13 @@ def _shown(raw: Any) -> str:
     if isinstance(raw, dict):
         return "{" + ", ".join(f"{k} = {_shown(v)}" for k, v in raw.items()) + "}"
     return str(raw)
+
+
+def _obstacle_text(obstacle: ObstacleConfig) -> str:
+    """An obstacle in words: "box [..]..[..]", or its mesh file and where it spans."""
+    if obstacle.mesh is None:
+        return f"box {_box_text(obstacle.box)}"
+    return f"mesh {Path(obstacle.mesh.path).name} (placed, it spans {_box_text(obstacle.box)})"
 
 
 def _box_text(box: Box) -> str:
@@ -1174,6 +1369,16 @@ def _toml_lines(section: str, values: Mapping[str, Any], array: bool = False) ->
     return lines
 
 
+def _mesh_values(mesh: MeshConfig) -> dict[str, Any]:
+    """The keys of a placed mesh, its path absolute (the resolved config may live elsewhere)."""
+    return {
+        "mesh": mesh.path,
+        "scale": mesh.scale,
+        "rotate": mesh.rotate,
+        "translate": mesh.translate,
+    }
+
+
 def config_to_toml(cfg: Config) -> str:
     """The resolved config as TOML, every default written out; loading it gives an equal Config.
 
@@ -1192,9 +1397,13 @@ def config_to_toml(cfg: Config) -> str:
     for block in cfg.fluid_blocks:
         lines += _toml_lines("fluid", {"min": block.min, "max": block.max}, array=True)
     for ob in cfg.obstacles:
-        lines += _toml_lines(
-            "obstacle", {"min": ob.box.min, "max": ob.box.max, "hollow": ob.hollow}, array=True
-        )
+        if ob.mesh is None:
+            values: dict[str, Any] = {"min": ob.box.min, "max": ob.box.max, "hollow": ob.hollow}
+        else:
+            values = _mesh_values(ob.mesh) | {"hollow": ob.hollow}
+        lines += _toml_lines("obstacle", values, array=True)
+    if cfg.terrain is not None:
+        lines += _toml_lines("terrain", _mesh_values(cfg.terrain))
     for section, obj in (
         ("physics", cfg.physics),
         ("neighbors", cfg.neighbors),

@@ -39,6 +39,7 @@ from solver.output.observers import RunObservers, Schedule
 from solver.output.progress import ProgressBar, format_duration
 from solver.output.writer import OutputWriter, handover, held_bytes
 from solver.particle_kind import ParticleKind
+from solver.scene import build_scene
 from solver.simulation import Simulation
 from solver.step_batch import MAX_STEPS
 
@@ -80,13 +81,14 @@ def run_simulation(
         check_capabilities(backend, cfg.physics.precision, threads, source=cfg.source)
     info = start_backend(backend, cfg.physics.precision, threads, source=cfg.source)
     check_memory(cfg, info)  # before the output folder is touched
+    started = wallclock.perf_counter()
+    scene = build_scene(cfg)  # so is a scene that cannot be built (e.g. all water carved away)
     if resume is None:
         prepare_output_dir(out_dir, force)
     else:
         check_writable(out_dir)
         remove_temporaries(out_dir)
-    started = wallclock.perf_counter()
-    sim = Simulation(cfg)
+    sim = Simulation(cfg, scene)
     counts = sim.scene.counts()
     _print(
         f"dambreak {__version__}: case {cfg.name} on {info.name} ({info.device}), {info.precision}"

@@ -26,8 +26,23 @@ Lattice rules
   tank (under DBC e.g. an obstacle's bottom layer standing on the floor, which the floor
   already covers) or of an earlier obstacle's shrunk box are dropped.
 
-Since every coordinate list keeps its points at least dp/2 apart and the three particle sets
-are kept dp/2 apart from each other, no two particles in a scene are closer than dp/2.
+Meshes (solver/mesh_particles.py places their particles)
+--------------------------------------------------------
+* Mesh obstacles: the lattice points inside the closed surface (a shell: `wall_layers` deep),
+  on the lattice anchored at the corner of the mesh's bounding box, as a box's is; so a mesh
+  of a box whose sides are multiples of dp gives that box's particles. Points within dp/2 of
+  the grown tank or of an earlier box obstacle's shrunk box are dropped as for boxes, and so
+  are points within dp/2 of a particle of an earlier mesh obstacle or of the terrain.
+* Terrain (kind WALL, after the tank walls): the points of the fluid lattice, in the tank's
+  columns, that lie below the terrain surface and less than `wall_layers` dp deep (the band
+  rule of solver/mesh_particles.py), clear of the walls like an obstacle. An obstacle standing
+  on the terrain loses its points within dp/2 of the terrain's; those deeper down stay, buried
+  where no water reaches.
+* Fluid: also kept outside every mesh obstacle and above the terrain, at least dp/2 from their
+  surfaces.
+
+Since every coordinate list keeps its points at least dp/2 apart and the particle sets are
+kept dp/2 apart from each other, no two particles in a scene are closer than dp/2.
 
 Ghost vectors (mDBC only; zero under DBC and for fluid) follow solver/boundary_geometry.py.
 """
@@ -40,9 +55,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.boundary_geometry import obstacle_ghosts, wall_ghosts
-from solver.config import Box, Config, ConfigError, TankConfig, geometric_tolerance
+from solver.boundary_geometry import dry_triangles, obstacle_ghosts, surface_ghosts, wall_ghosts
+from solver.config import (
+    Box,
+    Config,
+    ConfigError,
+    ObstacleConfig,
+    TankConfig,
+    geometric_tolerance,
+)
 from solver.lattice import face_lattice_size, fluid_index_range, surface_gap
+from solver.mesh_particles import (
+    clear_of_surface,
+    far_from,
+    lattice_axis,
+    solid_points,
+    tank_axis,
+    terrain_points,
+)
 from solver.particle_kind import ParticleKind
 
 __all__ = ["Scene", "build_scene", "face_lattice", "particle_count_bound"]
@@ -50,7 +80,7 @@ __all__ = ["Scene", "build_scene", "face_lattice", "particle_count_bound"]
 
 @dataclass(frozen=True)
 class Scene:
-    """Initial particles: fluid first, then tank walls, then obstacles."""
+    """Initial particles: fluid first, then tank walls and terrain, then obstacles."""
 
     position: np.ndarray
     """(N, 3) float64 positions [m]."""
@@ -164,8 +194,24 @@ def fluid_particles(cfg: Config, tol: float) -> np.ndarray:
         keys.append(_product(*index_axes).astype(np.int64))
     index = np.unique(np.concatenate(keys, axis=0), axis=0)  # overlapping blocks: once
     points = np.asarray(tank.min) + dp * (index + gap)
+    origin = np.asarray(tank.min) + gap * dp  # the fluid lattice's columns
+    clearance = 0.5 * dp - tol
     for obstacle in cfg.obstacles:
-        points = points[_distance_to_box(points, obstacle.box) >= 0.5 * dp - tol]
+        if obstacle.mesh is None:
+            points = points[_distance_to_box(points, obstacle.box) >= clearance]
+            continue
+        near = _distance_to_box(points, obstacle.box) < clearance  # only these can be inside
+        keep = np.ones(len(points), dtype=bool)
+        tri = obstacle.mesh.surface.triangles
+        keep[near] = clear_of_surface(points[near], tri, origin, dp, clearance, closed=True)
+        points = points[keep]
+    if cfg.terrain is not None:
+        surface = cfg.terrain.surface
+        low = points[:, 2] < surface.upper[2] + 0.5 * dp
+        keep = np.ones(len(points), dtype=bool)
+        tri = surface.triangles
+        keep[low] = clear_of_surface(points[low], tri, origin, dp, clearance, closed=False)
+        points = points[keep]
     return points
 
 
@@ -174,6 +220,25 @@ def _block_indices(tank: Box, block: Box, axis: int, dp: float, tol: float, gap:
     return fluid_index_range(
         tank.min[axis], tank.max[axis], block.min[axis], block.max[axis], dp, tol, gap
     )
+
+
+def terrain_particles(cfg: Config, tol: float) -> np.ndarray:
+    """The terrain's particles: fluid lattice points below its surface, in a band (WALL)."""
+    if cfg.terrain is None:
+        return np.zeros((0, 3))
+    gap = surface_gap(cfg.physics.boundary)
+    tank = cfg.tank.box
+    xs, ys, zs = (tank_axis(tank.min[a], tank.max[a], cfg.dp, gap, tol) for a in range(3))
+    tri = cfg.terrain.surface.triangles
+    return terrain_points(tri, xs, ys, zs, cfg.dp, gap, cfg.tank.wall_layers, tol)
+
+
+def mesh_obstacle_particles(obstacle: ObstacleConfig, cfg: Config, tol: float) -> np.ndarray:
+    """The lattice points of a mesh obstacle (solver/mesh_particles.py), before any is dropped."""
+    assert obstacle.mesh is not None
+    gap = surface_gap(cfg.physics.boundary)
+    tri = obstacle.mesh.surface.triangles
+    return solid_points(tri, cfg.dp, gap, obstacle.hollow, cfg.tank.wall_layers, tol)
 
 
 def _grown(box: Box, margin: float) -> Box:
@@ -228,28 +293,43 @@ def build_scene(cfg: Config) -> Scene:
     """Particles of a case: fluid, then tank walls, then obstacles (see the module docstring)."""
     dp = cfg.dp
     tol = geometric_tolerance(cfg)
+    wall_tank = _wall_lattice_tank(cfg)
+    walls = wall_particles(wall_tank, dp, tol)
+    terrain = terrain_particles(cfg, tol)
+    terrain = terrain[_clear_of_walls(terrain, wall_tank, dp, tol)]
+    boxes = _obstacle_lattice_boxes(cfg)
+    obstacles: list[np.ndarray] = []
+    placed = [terrain]  # particles of the terrain and of earlier mesh obstacles
+    for i, obstacle in enumerate(cfg.obstacles):
+        if obstacle.mesh is None:
+            pts = obstacle_particles(boxes[i], dp, obstacle.hollow, cfg.tank.wall_layers, tol)
+        else:
+            pts = mesh_obstacle_particles(obstacle, cfg, tol)
+        pts = pts[_clear_of_walls(pts, wall_tank, dp, tol)]
+        for earlier, box in zip(cfg.obstacles[:i], boxes[:i], strict=True):
+            if earlier.mesh is None:
+                pts = pts[_distance_to_box(pts, box) >= 0.5 * dp - tol]
+        others = np.concatenate(placed, axis=0)
+        pts = pts[far_from(pts, others, 0.5 * dp - tol)]
+        if obstacle.mesh is not None:
+            placed.append(pts)
+        obstacles.append(pts)
+    # DBC's mesh boundaries reach up to dp/2 beyond their surfaces: water keeps dp/2 from them
     fluid = fluid_particles(cfg, tol)
+    fluid = fluid[far_from(fluid, np.concatenate(placed, axis=0), 0.5 * dp - tol)]
     if len(fluid) == 0:
         raise ConfigError(
             f"{cfg.source}: fluid: the [[fluid]] blocks hold no lattice point at least dp/2 "
-            f"(dp = {cfg.dp:g}) from the walls and obstacles"
+            f"(dp = {cfg.dp:g}) from the walls, the terrain and the obstacles"
         )
-    wall_tank = _wall_lattice_tank(cfg)
-    walls = wall_particles(wall_tank, dp, tol)
-    boxes = _obstacle_lattice_boxes(cfg)
-    obstacles = []
-    for i, obstacle in enumerate(cfg.obstacles):
-        pts = obstacle_particles(boxes[i], dp, obstacle.hollow, cfg.tank.wall_layers, tol)
-        pts = pts[_clear_of_walls(pts, wall_tank, dp, tol)]
-        for earlier in boxes[:i]:
-            pts = pts[_distance_to_box(pts, earlier) >= 0.5 * dp - tol]
-        obstacles.append(pts)
     obstacle_points = np.concatenate(obstacles, axis=0) if obstacles else np.zeros((0, 3))
-    position = np.ascontiguousarray(np.concatenate([fluid, walls, obstacle_points], axis=0))
+    position = np.ascontiguousarray(
+        np.concatenate([fluid, walls, terrain, obstacle_points], axis=0)
+    )
     kind = np.concatenate(
         [
             np.full(len(fluid), int(ParticleKind.FLUID), dtype=np.int32),
-            np.full(len(walls), int(ParticleKind.WALL), dtype=np.int32),
+            np.full(len(walls) + len(terrain), int(ParticleKind.WALL), dtype=np.int32),
             np.full(len(obstacle_points), int(ParticleKind.OBSTACLE), dtype=np.int32),
         ]
     )
@@ -257,8 +337,17 @@ def build_scene(cfg: Config) -> Scene:
     if cfg.physics.boundary == "mdbc":
         ghost[len(fluid) : len(fluid) + len(walls)] = wall_ghosts(walls, cfg.tank)
         start = len(fluid) + len(walls)
+        if cfg.terrain is not None:
+            tri = cfg.terrain.surface.triangles
+            ghost[start : start + len(terrain)] = surface_ghosts(terrain, tri, dp)
+        start += len(terrain)
         for pts, obstacle in zip(obstacles, cfg.obstacles, strict=True):
-            ghost[start : start + len(pts)] = obstacle_ghosts(pts, obstacle.box, cfg.tank, dp, tol)
+            if obstacle.mesh is None:
+                g = obstacle_ghosts(pts, obstacle.box, cfg.tank, dp, tol)
+            else:
+                tri = obstacle.mesh.surface.triangles
+                g = surface_ghosts(pts, tri[~dry_triangles(tri, cfg.tank, tol)], dp)
+            ghost[start : start + len(pts)] = g
             start += len(pts)
     return Scene(position=position.astype(np.float64), kind=kind, ghost=ghost)
 
@@ -267,8 +356,12 @@ def particle_count_bound(cfg: Config) -> int:
     """The particles `build_scene` makes, counted without placing them (for the memory check).
 
     Exact unless some points are dropped for lying within dp/2 of another set: fluid carved out
-    around obstacles, obstacle points on the tank walls (under DBC, an obstacle standing on the
-    floor) or on an earlier obstacle. Those are counted too, so the result is an upper bound.
+    around obstacles or below the terrain, obstacle or terrain points on the tank walls (under
+    DBC, an obstacle standing on the floor) or on an earlier obstacle or the terrain. Those are
+    counted too, so the result is an upper bound. Meshes are counted by selecting their points
+    (solver/mesh_particles.py, seconds for a million), unless a mesh's bounding box holds more
+    than MESH_COUNT_LIMIT lattice points: then those are counted, a bound the memory check can
+    refuse without selecting them.
     """
     dp = cfg.dp
     tol = geometric_tolerance(cfg)
@@ -289,7 +382,34 @@ def particle_count_bound(cfg: Config) -> int:
     walls = math.prod(total) - math.prod(unmarked)
     obstacles = 0
     for obstacle, box in zip(cfg.obstacles, _obstacle_lattice_boxes(cfg), strict=True):
+        if obstacle.mesh is not None:
+            obstacles += _mesh_count(obstacle.box, dp, gap, tol, obstacle, cfg)
+            continue
         sizes = [face_lattice_size(box.min[a], box.max[a], dp, tol) for a in range(3)]
         hollow_core = math.prod(max(n - 2 * layers, 0) for n in sizes) if obstacle.hollow else 0
         obstacles += math.prod(sizes) - hollow_core
-    return fluid + walls + obstacles
+    terrain = 0
+    if cfg.terrain is not None:
+        lower, upper = cfg.terrain.surface.lower, cfg.terrain.surface.upper
+        band = Box(
+            (tank.min[0], tank.min[1], max(tank.min[2], lower[2] - layers * dp)),
+            (tank.max[0], tank.max[1], min(float(upper[2]), tank.max[2])),
+        )
+        terrain = _mesh_count(band, dp, gap, tol, None, cfg)
+    return fluid + walls + obstacles + terrain
+
+
+MESH_COUNT_LIMIT = 20_000_000
+"""Above this many lattice points in a mesh's bounding box, the count bound is those points."""
+
+
+def _mesh_count(
+    box: Box, dp: float, gap: float, tol: float, obstacle: ObstacleConfig | None, cfg: Config
+) -> int:
+    """Particles of a mesh obstacle (or the terrain, when `obstacle` is None) in `box`."""
+    lattice = math.prod(len(lattice_axis(box.min[a], box.max[a], dp, gap, tol)) for a in range(3))
+    if lattice > MESH_COUNT_LIMIT:
+        return lattice
+    if obstacle is None:
+        return len(terrain_particles(cfg, tol))
+    return len(mesh_obstacle_particles(obstacle, cfg, tol))

@@ -66,6 +66,25 @@ BAD_CONFIGS: dict[str, tuple[str, ...]] = {
     "probe_height_outside.toml": ("line 12", "probes.height[0]", "'gauge'", "outside the tank"),
     "probe_pressure_outside.toml": ("line 12", "probes.pressure[0]", "'p1'", "outside the tank"),
     "probe_names_repeat.toml": ("line 18", "probes.pressure[0].name", "probe names must be unique"),
+    # meshes (tests/bad_configs/meshes/: box.obj, an open box, a text file named .stl)
+    "mesh_file_missing.toml": ("line 13", 'obstacle[0].mesh = "meshes/no_such_file.stl"',
+                               "no such file"),
+    "mesh_not_a_mesh.toml": ("line 13", "obstacle[0].mesh", "holds no triangle", "as STL"),
+    "mesh_format_unknown.toml": ("line 13", "obstacle[0].mesh", "'.step' is not a mesh format",
+                                 "allowed: .stl, .obj, .ply, .off"),
+    "mesh_not_closed.toml": ("line 13", "obstacle[0].mesh", "not closed (watertight)", "4 edges",
+                             "can be a [terrain]"),
+    "mesh_outside_tank.toml": ("line 13", "obstacle[0].mesh", "mesh box.obj", "[1.0, 0.125, 0.0]",
+                               "is not inside the tank"),
+    "mesh_too_thin.toml": ("line 13", "obstacle[0].mesh", "0.025 m on z", "thinner than dp"),
+    "mesh_and_box.toml": ("line 14", "obstacle[0].min", "either min and max", "not both"),
+    "mesh_case_too_many_particles.toml": ("particles.dp = 1e-05 gives", "32-bit indices"),
+    "terrain_not_height_field.toml": ("line 13", "terrain.mesh", "crosses it 2 times",
+                                      "not a height field"),
+    "terrain_not_covering.toml": ("line 13", "terrain.mesh", "misses it",
+                                  "does not cover the whole tank floor"),
+    "terrain_without_mesh.toml": ("line 12", "terrain", "no mesh"),
+    "fluid_inside_mesh.toml": ("fluid: the [[fluid]] blocks hold no lattice point",),
 }  # fmt: skip
 """Every file of tests/bad_configs/ and the fragments its message must hold."""
 
