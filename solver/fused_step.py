@@ -17,6 +17,7 @@ it. A kernel that returned its time step would make every launch wait for the de
 
 import taichi as ti
 
+from solver.counting_region import everywhere
 from solver.integrate import Integrator
 from solver.neighbors import CellGrid
 from solver.physics.interaction import Interaction
@@ -84,7 +85,7 @@ def build_verlet_step(
         for i in range(live):
             interact_particle(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-                cell_offsets, acceleration, density_rate, maxima, slot, stress,
+                cell_offsets, acceleration, density_rate, maxima, slot, stress, everywhere(),
             )  # fmt: skip
         # Taken even in a halted kernel (whose update loop is empty): assigned under a
         # condition, dt compiled to other roundings of the update on the CPU (1 ulp in
@@ -96,7 +97,7 @@ def build_verlet_step(
         for i in range(live):
             verlet_particle(
                 i, position, velocity, velocity_prev, density, density_prev, kind, acceleration,
-                density_rate, pressure, removed, dt, span, euler, health,
+                density_rate, pressure, removed, dt, span, euler, health, everywhere(),
             )  # fmt: skip
         if batch.running(records):
             batch.finish(records, k, dt, maxima[slot], health)

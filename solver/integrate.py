@@ -30,6 +30,7 @@ from typing import NamedTuple
 import taichi as ti
 
 from solver.config import Config
+from solver.counting_region import counted_here, everywhere
 from solver.particle_kind import ParticleKind
 from solver.physics import eos
 from solver.physics.shared_formula import taichi_func
@@ -114,7 +115,8 @@ class Integrator(NamedTuple):
     predict: Callable
     correct: Callable
     verlet_particle: Callable
-    """ti.func (i, arrays..., dt, span, euler, health): the Verlet update of one particle."""
+    """ti.func (i, arrays..., dt, span, euler, health, region): the Verlet update of one
+    particle."""
     verlet_span: Callable
     """ti.func (dt, dt_prev) -> t^{n+1} - t^{n-1}, the span of the leapfrog."""
     device_time_step: Callable
@@ -159,13 +161,16 @@ def build_integrator(cfg: Config) -> Integrator:
         pressure: ti.template(),
         removed: ti.template(),
         health: ti.template(),
+        counted,
     ):
         """Write particle i's new density, its pressure and its removal flag, and count it for
-        the run's health check if it is flagged now or holds a non-finite value."""
+        the run's health check if it holds a non-finite value, or if it is flagged now and
+        `counted` (it lies in this process's counting region, solver/counting_region.py; a
+        non-finite value is counted by every process that holds the particle)."""
         density[i] = rho
         pressure[i] = tait_pressure(rho, rho0, b, gamma)
         removed[i] = flag
-        if flag != 0:
+        if flag != 0 and counted:
             ti.atomic_add(health[1], 1)
         if not finite_state(position[i], velocity[i], rho):
             ti.atomic_add(health[0], 1)
@@ -222,9 +227,11 @@ def build_integrator(cfg: Config) -> Integrator:
         span,
         euler,
         health: ti.template(),
+        region,
     ):
         """The Verlet (or Euler) update of particle i over dt, the leapfrog spanning `span`
-        = dt_{n-1} + dt_n (see `verlet_span`); frozen while flagged for removal."""
+        = dt_{n-1} + dt_n (see `verlet_span`); frozen while flagged for removal. A flag counts
+        toward `health` where the particle lies in the counting `region`."""
         if removed[i] == 0:
             rho = density[i]
             rho_new = density_prev[i] + span * density_rate[i]
@@ -245,7 +252,10 @@ def build_integrator(cfg: Config) -> Integrator:
                 flag = removal_reason(x_new, rho_new)
             else:
                 rho_new = boundary_density(rho_new, rho)
-            store_update(i, rho_new, flag, position, velocity, density, pressure, removed, health)
+            store_update(
+                i, rho_new, flag, position, velocity, density, pressure, removed, health,
+                counted_here(position[i], region),
+            )  # fmt: skip
 
     @ti.kernel
     def verlet(
@@ -273,7 +283,7 @@ def build_integrator(cfg: Config) -> Integrator:
         for i in range(n):
             verlet_particle(
                 i, position, velocity, velocity_prev, density, density_prev, kind, acceleration,
-                density_rate, pressure, removed, dt, span, euler, health,
+                density_rate, pressure, removed, dt, span, euler, health, everywhere(),
             )  # fmt: skip
         return step_result(dt, maxima[slot], health)
 
@@ -314,7 +324,9 @@ def build_integrator(cfg: Config) -> Integrator:
                 flag = removal_reason(x + half * v, rho_half)
             else:
                 rho_half = boundary_density(rho_half, rho)
-            store_update(i, rho_half, flag, position, velocity, density, pressure, removed, health)
+            store_update(
+                i, rho_half, flag, position, velocity, density, pressure, removed, health, True
+            )
         return step_result(dt, maxima[slot], health)
 
     @ti.kernel
@@ -349,7 +361,9 @@ def build_integrator(cfg: Config) -> Integrator:
                 flag = removal_reason(x_new, rho_new)
             else:
                 rho_new = boundary_density(rho_new, rho_now)
-            store_update(i, rho_new, flag, position, velocity, density, pressure, removed, health)
+            store_update(
+                i, rho_new, flag, position, velocity, density, pressure, removed, health, True
+            )
         return step_result(dt, ti.Vector([0.0, 0.0]), health)
 
     return Integrator(

@@ -33,6 +33,7 @@ from typing import NamedTuple
 import taichi as ti
 
 from solver.config import Config
+from solver.counting_region import counted_here, everywhere
 from solver.neighbors import row_span, search_cells
 from solver.parallel.reduce import clear_slot, merge_max
 from solver.particle_kind import ParticleKind
@@ -108,10 +109,12 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
         maxima: ti.template(),
         slot,
         stress: ti.template(),
+        region,
     ):
         """The interaction of particle i: its acceleration and density rate, and its share
-        of the time-step maxima; with the SPS closure also its new stress, written to
-        stress[1] (tau_next) from stress[0] (tau) of all particles."""
+        of the time-step maxima if it lies in the counting `region` (solver/counting_region.py);
+        with the SPS closure also its new stress, written to stress[1] (tau_next) from
+        stress[0] (tau) of all particles."""
         gravity = ti.Vector([gx, gy, gz])
         x_i = position[i]
         v_i = velocity[i]
@@ -189,7 +192,8 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
             stress[1][i] = tau
         if i == 0:
             clear_slot(maxima, 1 - slot)
-        merge_max(maxima, slot, ti.Vector([a_norm, v_norm, visc]))
+        if counted_here(x_i, region):
+            merge_max(maxima, slot, ti.Vector([a_norm, v_norm, visc]))
 
     @ti.kernel
     def interact(
@@ -212,7 +216,7 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
         for i in range(n):
             interact_particle(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-                cell_offsets, acceleration, density_rate, maxima, slot, (),
+                cell_offsets, acceleration, density_rate, maxima, slot, (), everywhere(),
             )  # fmt: skip
 
     @ti.kernel
@@ -239,6 +243,7 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
             interact_particle(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
                 cell_offsets, acceleration, density_rate, maxima, slot, (tau, tau_next),
+                everywhere(),
             )  # fmt: skip
 
     # A kernel's arguments are fixed: the SPS arrays get their own kernel rather than unused
