@@ -280,6 +280,21 @@ class CellGrid:
 
 
 @ti.kernel
+def cell_keys(
+    position: ti.types.ndarray(ndim=1),
+    n: ti.i32,
+    lo: ti.math.vec3,
+    inv_cell: float,
+    dims: ti.math.ivec3,
+    keys: I32Array,
+):
+    """keys[i] = the cell of particle i as a sort by `CellGrid.update` files it (the same
+    functions, so the same bits): the domain decomposition orders and places particles by it."""
+    for i in range(n):
+        keys[i] = cell_key(cell_coord(position[i], lo, inv_cell, dims), dims)
+
+
+@ti.kernel
 def count_neighbours(
     position: ti.types.ndarray(ndim=1),
     removed: I32Array,

@@ -22,6 +22,10 @@ import taichi as ti
 from solver import __version__
 from solver.backend import BackendError, check_capabilities, start_backend
 from solver.config import Config, ConfigError, config_to_toml, load_config, loads_config
+from solver.distributed.devices import share_devices
+from solver.distributed.probes import DistributedProbes
+from solver.distributed.simulation import DistributedSimulation
+from solver.distributed.world import MpiUnavailableError, World, join_world
 from solver.health import HealthCheck, HealthLimits, NumericalFailureError
 from solver.interrupt import RunInterruptedError, StopRequest
 from solver.memory import check_memory
@@ -48,6 +52,10 @@ def _print(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _silent(message: str) -> None:
+    """What the processes of an MPI job other than rank 0 print: nothing."""
+
+
 def run_simulation(
     cfg: Config,
     out_dir: Path,
@@ -58,6 +66,7 @@ def run_simulation(
     show_progress: bool = True,
     checkpoint_every: float | None = None,
     resume: Checkpoint | None = None,
+    world: World | None = None,
 ) -> dict:
     """Run `cfg` on `backend`, writing snapshots, probes, config and summary into out_dir.
 
@@ -75,37 +84,57 @@ def run_simulation(
     Raises NumericalFailureError when the state goes bad (after keeping the last good state
     in checkpoint.npz) and RunInterruptedError after a SIGINT or SIGTERM (after a checkpoint
     of the state reached).
+
+    With `world` (an MPI job of several processes, solver/distributed/) each process runs its
+    slab; rank 0 alone prints and writes, and every decision that ends the loop is taken by
+    all processes together.
     """
     out_dir = Path(out_dir)
-    if backend != "auto":
-        check_capabilities(backend, cfg.physics.precision, threads, source=cfg.source)
-    info = start_backend(backend, cfg.physics.precision, threads, source=cfg.source)
-    check_memory(cfg, info)  # before the output folder is touched
+    root = world is None or world.is_root
+    say = _print if root else _silent
+    if world is not None:
+        threads = share_devices(world, backend, threads)
+
+    def start() -> tuple:
+        if backend != "auto":
+            check_capabilities(backend, cfg.physics.precision, threads, source=cfg.source)
+        info = start_backend(backend, cfg.physics.precision, threads, source=cfg.source)
+        check_memory(cfg, info)  # before the output folder is touched
+        # So is a scene that cannot be built (e.g. all water carved away).
+        return info, build_scene(cfg)
+
     started = wallclock.perf_counter()
-    scene = build_scene(cfg)  # so is a scene that cannot be built (e.g. all water carved away)
-    if resume is None:
-        prepare_output_dir(out_dir, force)
-    else:
-        check_writable(out_dir)
-        remove_temporaries(out_dir)
-    sim = Simulation(cfg, scene)
+    info, scene = start() if world is None else world.agree(start)
+
+    def prepare() -> None:
+        if resume is None:
+            prepare_output_dir(out_dir, force)
+            atomic_write_text(out_dir / "config.toml", config_to_toml(cfg))
+        else:
+            check_writable(out_dir)
+            remove_temporaries(out_dir)
+
+    prepare() if world is None else world.on_root(prepare)
+    sim = Simulation(cfg, scene) if world is None else DistributedSimulation(cfg, world, scene)
+    probes = DeviceProbes(cfg, sim) if world is None else DistributedProbes(cfg, sim)
     counts = sim.scene.counts()
-    _print(
-        f"dambreak {__version__}: case {cfg.name} on {info.name} ({info.device}), {info.precision}"
+    ranks = f" x {world.size} processes" if world is not None else ""
+    say(
+        f"dambreak {__version__}: case {cfg.name} on {info.name} ({info.device}){ranks}, "
+        f"{info.precision}"
     )
-    _print(
+    say(
         "particles: "
         + ", ".join(f"{v} {k.lower()}" for k, v in counts.items())
         + f", {len(sim.scene.kind)} in all"
     )
     writer = OutputWriter()
     if resume is None:
-        atomic_write_text(out_dir / "config.toml", config_to_toml(cfg))
-        observers = RunObservers(cfg, out_dir, DeviceProbes(cfg, sim), writer)
+        observers = RunObservers(cfg, out_dir, probes, writer, files=root)
     else:
         sim.restore(resume.state)
-        observers = RunObservers(cfg, out_dir, DeviceProbes(cfg, sim), writer, resume.observers)
-        _print(f"resuming from the checkpoint at step {sim.steps}, t = {sim.time:.6g} s")
+        observers = RunObservers(cfg, out_dir, probes, writer, resume.observers, files=root)
+        say(f"resuming from the checkpoint at step {sim.steps}, t = {sim.time:.6g} s")
 
     def capture(state: dict[str, np.ndarray]) -> Checkpoint:
         """The checkpoint of `state`, a `sim.state()` taken now."""
@@ -115,7 +144,9 @@ def run_simulation(
         )  # fmt: skip
 
     def submit_checkpoint(checkpoint: Checkpoint) -> None:
-        """Queue `checkpoint` behind the snapshots taken before it."""
+        """Queue `checkpoint` behind the snapshots taken before it (rank 0 writes it)."""
+        if not root:
+            return
         job = partial(write_checkpoint, out_dir, checkpoint)
         writer.submit(job, held_bytes(checkpoint.state.values()))
 
@@ -125,7 +156,13 @@ def run_simulation(
     health = HealthCheck(sim, HealthLimits(cfg.time.dt_min, cfg.physics.max_removed))
     stop = StopRequest()
     end = cfg.time.end * (1.0 - 1e-12)
-    progress = ProgressBar(cfg.time.end) if show_progress else None
+    progress = ProgressBar(cfg.time.end) if show_progress and root else None
+
+    def stopping() -> bool:
+        """Whether a signal asks the run to stop (asked of every process together, so that
+        all stop after the same step)."""
+        return stop.requested if world is None else world.any(stop.requested)
+
     first_step_s = 0.0
     particle_steps = 0
     steps_here = 0
@@ -135,7 +172,7 @@ def run_simulation(
             copied = observers.observe(sim) if resume is None else None
             # What a failure leaves in checkpoint.npz (see _keep_last_good).
             last_good = capture(copied if copied is not None else sim.state())
-            while sim.time < end and not stop.requested:
+            while sim.time < end and not stopping():
                 step_started = wallclock.perf_counter()
                 steps_before = sim.steps
                 # A batch of steps up to the next output time, with no read-back between
@@ -165,11 +202,14 @@ def run_simulation(
                 submit_checkpoint(capture(sim.state()))
                 writer.close()
                 raise RunInterruptedError(
-                    f"{stop.signal_name}: stopped at step {sim.steps}, t = {sim.time:.6g} s; "
+                    f"{stop.signal_name or 'a signal to another process'}: "
+                    f"stopped at step {sim.steps}, t = {sim.time:.6g} s; "
                     f"checkpoint written; resume with: dambreak run --resume {out_dir}"
                 )
             writer.close()  # every file on disk before the summary says the run is done
         except NumericalFailureError as failure:
+            if not root:
+                raise
             kept = _keep_last_good(out_dir, writer, last_good)
             raise NumericalFailureError(f"{failure}\n{kept}") from None
         except KeyboardInterrupt:
@@ -190,6 +230,7 @@ def run_simulation(
     loop_s = wallclock.perf_counter() - loop_started
     steady_s = max(loop_s - first_step_s, 1e-12)
     fluid_end = int(np.count_nonzero(sim.snapshot().kind == ParticleKind.FLUID))
+    removed_by_reason = sim.removed_by_reason()
     summary = {
         "case": cfg.name,
         "config": cfg.source,
@@ -208,8 +249,8 @@ def run_simulation(
         "particle_steps_per_second": particle_steps / steady_s if steps_here > 1 else 0.0,
         "mass_initial": sim.initial_fluid * cfg.particle_mass,
         "mass_final": fluid_end * cfg.particle_mass,
-        "removed": sim.removed,
-        "removed_by_reason": sim.removed_by_reason(),
+        "removed": sum(removed_by_reason.values()),
+        "removed_by_reason": removed_by_reason,
         "neighbor_skin": sim.skin,
         "sorts": sim.sorts,
         "snapshots": observers.snapshots_written,
@@ -217,13 +258,22 @@ def run_simulation(
         "output_wait_s": writer.waited_s,
         "output_write_s": writer.busy_s,
         "resumed_at_step": resume.steps if resume is not None else None,
+        "ranks": world.size if world is not None else 1,
     }
+    if world is not None:
+        summary["decomposition"] = sim.decomposition()
+        exchange_s = float(world.max(np.array([sim.exchange_s]))[0])
+        summary["exchange_s"] = exchange_s
+        summary["exchange_share"] = exchange_s / max(loop_s, 1e-12)
+    if not root:
+        return summary
     atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     _print(
         f"done: {sim.steps} steps to t = {sim.time:.4g} s "
         f"in {format_duration(summary['wall_time_s'])}"
         f" (compile {first_step_s:.1f} s), {summary['particle_steps_per_second']:.3g} "
-        f"particle-steps/s, {sim.removed} removed, {writer.waited_s:.1f} s waiting on output; "
+        f"particle-steps/s, {summary['removed']} removed, {writer.waited_s:.1f} s waiting on "
+        f"output; "
         f"output in {out_dir}"
     )
     return summary
@@ -297,7 +347,28 @@ def _resume_plan(args: argparse.Namespace) -> tuple[Config, Path, str, Checkpoin
 def run_command(args: argparse.Namespace) -> int:
     """`dambreak run`: exit 0 on success, 2 for bad input (config, backend, output folder,
     checkpoint), 1 when the run fails (a write failing included), 3 on a numerical failure,
-    130 when stopped by Ctrl-C or SIGTERM."""
+    130 when stopped by Ctrl-C or SIGTERM.
+
+    Under `mpiexec -n K` the K processes end together with the same status: bad input, a
+    numerical failure and a signal are seen by every process at the same point (the checks
+    that rank 0 alone makes are handed to all, solver/distributed/world.py), and a failure
+    of one process alone (a write error, a crash) aborts the whole job with its status."""
+    try:
+        world = join_world()
+    except MpiUnavailableError as error:
+        _print(f"dambreak run: error: {error}")
+        return 2
+    code, together = _run(args, world)
+    if world is not None and code != 0 and not together:
+        sys.stderr.flush()
+        world.abort(code)
+    return code
+
+
+def _run(args: argparse.Namespace, world: World | None) -> tuple[int, bool]:
+    """`run_command` for one process: its exit status, and whether every process of the
+    job reaches the same status at the same point (else the job must be aborted)."""
+    say = _print if world is None or world.is_root else _silent
     try:
         if args.resume:
             cfg, out_dir, backend, resume = _resume_plan(args)
@@ -316,6 +387,7 @@ def run_command(args: argparse.Namespace) -> int:
             force=args.force,
             checkpoint_every=checkpoint_every,
             resume=resume,
+            world=world,
         )
     except (
         ConfigError,
@@ -325,28 +397,28 @@ def run_command(args: argparse.Namespace) -> int:
         OutputNotWritableError,
         NotADirectoryError,
     ) as error:
-        _print(f"dambreak run: error: {error}")
-        return 2
+        say(f"dambreak run: error: {error}")
+        return 2, True
     except NumericalFailureError as error:
-        _print(f"dambreak run: numerical failure: {error}")
-        return 3
+        say(f"dambreak run: numerical failure: {error}")
+        return 3, True
     except RunInterruptedError as error:
-        _print(f"dambreak run: {error}")
-        return 130
+        say(f"dambreak run: {error}")
+        return 130, True
     except KeyboardInterrupt:
         _print(
             "dambreak run: stopped at once; every file in the output folder is complete, "
             "the last checkpoint (if any) still resumes the run"
         )
-        return 130
+        return 130, False
     except OSError as error:
         _print(
             f"dambreak run: error: could not write the output: {error}; what was written "
             "before is intact (a checkpoint, if any, still resumes the run)"
         )
-        return 1
+        return 1, False
     except Exception as error:  # noqa: BLE001 - report any failure of the run itself
         traceback.print_exc()
         _print(f"dambreak run: failed: {error}")
-        return 1
-    return 0
+        return 1, False
+    return 0, True

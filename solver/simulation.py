@@ -290,6 +290,11 @@ class Simulation:
         slots = self._maximum.next_slots(launches)
         for k in range(launches):
             self._launch_step(k, slots[k], remaining)
+        self._count_batch(slots, remaining, until)
+
+    def _count_batch(self, slots: list[int], remaining: float, until: float | None) -> None:
+        """Read back the records of a batch launched into `slots` toward `until` (`remaining`
+        seconds away) and count each step taken as `step` does (see `_step_batch`)."""
         records = self._records.to_numpy()
         taken = int(records[0, TAKEN])
         self._maximum.claim(taken)

@@ -128,6 +128,14 @@ class DeviceProbes:
         """The sums at every probe point now: the mass profile of each gauge line, and each
         sensor's (Shepard numerator, denominator, fluid particles within 2h); what
         `ProbeSampler.readings` takes.
+        """
+        sums = self.point_sums().astype(np.float64)
+        n = self._line_samples
+        profiles = [sums[k * n : (k + 1) * n, 0] for k in range(len(self.sampler.lines))]
+        return profiles, sums[len(profiles) * n :, 1:]
+
+    def point_sums(self) -> np.ndarray:
+        """The SUMS sums at every probe point, in the device's float type (points x SUMS).
 
         A fresh simulation is sorted into cells first (the sort its first step makes).
         """
@@ -140,10 +148,12 @@ class DeviceProbes:
             p.position, p.density, p.pressure, p.kind, p.removed, self._points, self._count,
             search_radius, lo, inv_cell, dims, offsets, self._sums,
         )  # fmt: skip
-        sums = self._sums.to_numpy()[: self._count].astype(np.float64)
-        n = self._line_samples
-        profiles = [sums[k * n : (k + 1) * n, 0] for k in range(len(self.sampler.lines))]
-        return profiles, sums[len(profiles) * n :, 1:]
+        return self._sums.to_numpy()[: self._count]
+
+    @property
+    def points(self) -> np.ndarray:
+        """The probe points (gauge samples, then sensors), points x 3."""
+        return self._points.to_numpy()[: self._count]
 
     def sample(self) -> dict[str, float]:
         """The value of every probe now (metres for gauges, pascals for sensors)."""

@@ -63,28 +63,37 @@ class RunObservers:
         probes: DeviceProbes,
         writer: OutputWriter,
         resume: dict[str, Any] | None = None,
+        files: bool = True,
     ) -> None:
         """Start the outputs in `out_dir`, or continue them from `resume`, a `state()`;
         `probes` are the case's probes on the simulation's device, `writer` writes the files.
 
         Resuming removes the snapshots the stopped run wrote after its checkpoint (the resumed
         run writes them again) and rewrites the .pvd and probes.csv as they were then.
+
+        Without `files` (the processes of an MPI job other than rank 0) the observers look at
+        the same times and take part in the same collective copies, and write nothing.
         """
         self.cfg = cfg
         self.out_dir = out_dir
         self._writer = writer
+        self._files = files
         resume = resume or {}
         self.snapshots_written = int(resume.get("snapshots_written", 0))
         """Snapshots numbered so far (handed to the writer; on disk once it has drained)."""
         self._pvd = None
-        if cfg.output.vtk:
+        if cfg.output.vtk and files:
             from solver.output.vtk import PvdWriter
 
             self._pvd = PvdWriter(out_dir / "particles.pvd", resume.get("pvd", ()))
-        if resume:  # after the .pvd, so that it never lists a removed file
+        if resume and files:  # after the .pvd, so that it never lists a removed file
             self._remove_snapshots_from(self.snapshots_written)
         self._device_probes = probes
-        self._probes = ProbeWriter(out_dir / "probes.csv", probes.names, resume.get("probes"))
+        self._probes = (
+            ProbeWriter(out_dir / "probes.csv", probes.names, resume.get("probes"))
+            if files
+            else None
+        )
         self.snapshot_schedule = Schedule(cfg.time.output_interval, resume.get("snapshot_index", 0))
         self.probe_schedule = Schedule(cfg.probe_interval, resume.get("probe_index", 0))
 
@@ -95,7 +104,7 @@ class RunObservers:
             "snapshot_index": self.snapshot_schedule.index,
             "probe_index": self.probe_schedule.index,
             "pvd": self._pvd.entries if self._pvd is not None else [],
-            "probes": self._probes.text,
+            "probes": self._probes.text if self._probes is not None else "",
         }
 
     def _remove_snapshots_from(self, first: int) -> None:
@@ -124,15 +133,21 @@ class RunObservers:
             state = sim.state()
             self._submit_snapshot(state)
         if self.probe_schedule.due(sim.time):
-            if self._probes.names:
-                row = self._probes.record(sim.time, self._device_probes.sample())
-                self._writer.submit(partial(self._probes.append, row))
+            if self._device_probes.names:
+                values = self._device_probes.sample()
+                if self._probes is not None:
+                    row = self._probes.record(sim.time, values)
+                    self._writer.submit(partial(self._probes.append, row))
             self.probe_schedule.advance(sim.time)
         return state
 
     def _submit_snapshot(self, state: dict[str, np.ndarray]) -> None:
         """Number the snapshot of `state`, list it in the .pvd, and queue its files."""
         time = float(state["time"])
+        if not self._files:
+            self.snapshots_written += 1
+            self.snapshot_schedule.advance(time)
+            return
         stem = f"particles_{self.snapshots_written:05d}"
         listed = self._pvd.record(time, f"{stem}.vtp") if self._pvd is not None else ()
         needed = {key: state[key] for key in STATE_KEYS}  # the rest is not held for the queue
@@ -159,4 +174,5 @@ class RunObservers:
 
     def close(self) -> None:
         """Close the probe file; only once the writer has stopped (it appends the rows)."""
-        self._probes.close()
+        if self._probes is not None:
+            self._probes.close()

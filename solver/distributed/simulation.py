@@ -1,0 +1,391 @@
+"""A simulation split into slabs over the processes of an MPI job, with the same answer as one.
+
+Each process runs the solver's own kernels over the particles it owns (its slab, see
+decomposition.py) and the ghosts around them (halo.py), and the processes agree on what a
+single process decides alone: the time step (the maxima of every slab, combined by an exact
+MPI maximum), the run's health (integer counts, summed), and when to sort (from the combined
+maxima, so the same step everywhere). The solver orders particles by (cell, id) and sums
+each particle's neighbours in that order; a process holds every particle of every cell its
+particles reach, in the same order, so each particle's sums, and so every snapshot, are bit
+for bit those of one process.
+
+At a sort the particles go through the host: each process computes its particles' cells on
+the device (the sort's own functions), drops those flagged for removal, rebalances the slabs
+when one holds more than REBALANCE_THRESHOLD over the mean, sends particles that left its slab
+to their new owner and its halo rows to each neighbour (mpi4py), and orders what it holds by
+(cell, id). Snapshots and checkpoints gather the owned particles on rank 0 in that same global
+order, so a checkpoint is the one a single process writes and resumes on any number of them.
+"""
+
+from __future__ import annotations
+
+import time as wallclock
+
+import numpy as np
+import taichi as ti
+
+from solver.config import Config, ConfigError
+from solver.distributed.decomposition import Slabs, balanced_slabs, halo_columns
+from solver.distributed.halo import HaloExchange
+from solver.distributed.step_phases import build_step_phases
+from solver.distributed.world import World
+from solver.integrate import REMOVED_DENSITY, REMOVED_OUTSIDE
+from solver.neighbors import DROP_REASONS, cell_keys
+from solver.particles import STATE
+from solver.physics.sps import STRESS_COMPONENTS
+from solver.scene import Scene
+from solver.simulation import Simulation
+from solver.snapshot import Snapshot, snapshot_from_state
+from solver.step_batch import MAX_STEPS, build_batch_control
+
+REBALANCE_THRESHOLD = 0.1
+"""Rebalance the slabs at a sort once the most loaded one holds more than this fraction over
+the mean."""
+
+STEP_REACH = 0.1
+"""A bound, in h, on how far one step moves a particle: the CFL rule keeps dt v below
+0.2 h / 10 and dt^2 a / 2 below 0.02 h (Monaghan and Kos 1999), so 0.1 h is generous."""
+
+
+class DistributedSimulation(Simulation):
+    """The `Simulation` of one process of `world` (rank 0 gathers the output)."""
+
+    def __init__(self, cfg: Config, world: World, scene: Scene | None = None) -> None:
+        if cfg.time.integrator != "verlet":
+            raise ConfigError(
+                f"{cfg.source}: time.integrator = {cfg.time.integrator!r} does not run on "
+                "several processes (its mid-step sort needs a second exchange); use 'verlet'"
+            )
+        super().__init__(cfg, scene)
+        self.world = world
+        self._phases = build_step_phases(
+            self._interaction,
+            self._integrator,
+            self.grid,
+            self._boundary,
+            build_batch_control(cfg.time.dt_min, self._skin_bound),
+        )
+        ghost_reach = 0.0
+        if self._boundary is not None and len(self.scene.ghost):
+            ghost_reach = float(np.abs(self.scene.ghost[:, 0]).max())
+        reach = cfg.support_radius * (1.0 + self.skin)
+        moved = self._skin_bound + STEP_REACH * cfg.smoothing_length
+        self._halo_columns = halo_columns(
+            cfg.support_radius, reach, moved, ghost_reach, self.grid.cell_size
+        )
+        self._columns = int(self.grid.dims[0])
+        self.slabs: Slabs | None = None
+        """The decomposition (set by the first sort, moved by rebalancing)."""
+        self._region = (0.0, 0.0)
+        self._holds_all = True
+        """Whether this process still holds every particle (before the first sort, and after
+        a restore): the next sort then picks its share without communication."""
+        self._keys = np.zeros(0, np.int32)
+        """The cell of each held particle at the last sort (host copy, local order)."""
+        self._origin = np.zeros(0, np.int32)
+        """The owner of each held particle (this rank for its own, else a ghost)."""
+        self._dropped = np.zeros(DROP_REASONS, np.int64)
+        """Owned particles dropped at sorts, by the reason they were flagged."""
+        self._global_count = self.particles.count
+        stress = STRESS_COMPONENTS if self.particles.tau is not None else 0
+        self._halo = HaloExchange(world, self.particles.dtype, stress)
+        self._sorted_this_step = False
+        self.rebalances = 0
+        self._imbalance = (0, 0.0, 0.0)
+        """Sorts measured, the largest and the sum of the imbalance (the most loaded slab's
+        particles over the mean) seen at them, before any rebalancing."""
+        self.sort_exchange_s = 0.0
+        """Wall time of the sorts' migration and halo rebuild (host and MPI)."""
+
+    # -------------------------------------------------------------------------- what is held
+
+    @property
+    def count(self) -> int:
+        """Particles alive in the whole job (fluid and boundary; flagged ones until a sort)."""
+        return self._global_count
+
+    def _array_names(self) -> list[str]:
+        """The per-particle arrays that travel with a particle."""
+        names = list(STATE) + ["removed", "acceleration", "density_rate"]
+        if self.particles.tau is not None:
+            names.append("tau")
+        return names
+
+    def _download(self) -> dict[str, np.ndarray]:
+        n = self.particles.count
+        return {name: getattr(self.particles, name).to_numpy()[:n] for name in self._array_names()}
+
+    def _upload(self, rows: dict[str, np.ndarray], keys: np.ndarray, origin: np.ndarray) -> None:
+        """Hold `rows` (sorted by (key, id)) with their cells `keys`: the particle arrays, the
+        cell grid's offsets and the exchange lists."""
+        p, g = self.particles, self.grid
+        n = len(keys)
+        for name, values in rows.items():
+            array = getattr(p, name)
+            full = np.zeros(array.shape + tuple(array.element_shape), dtype=values.dtype)
+            full[:n] = values
+            array.from_numpy(full)
+        p.count = n
+        counts = np.bincount(keys, minlength=g.num_cells)[: g.num_cells]
+        g.cell_offsets.from_numpy(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+        self._keys, self._origin = keys.astype(np.int32), origin.astype(np.int32)
+        columns = self._keys % self._columns
+        owned = self._origin == self.world.rank
+        send, receive = {}, {}
+        for q in range(self.world.size):
+            if q != self.world.rank:
+                send[q] = np.nonzero(owned & self.slabs.in_halo(columns, q))[0]
+                receive[q] = np.nonzero(self._origin == q)[0]
+        self._halo.set_lists(send, receive)
+        self._global_count = int(self.world.sum(np.array([np.count_nonzero(owned)]))[0])
+
+    def _set_slabs(self, slabs: Slabs) -> None:
+        self.slabs = slabs
+        dtype = np.float64 if self.particles.dtype == ti.f64 else np.float32
+        self._region = slabs.region(self.world.rank, self.grid.lo[0], self.grid.cell_size, dtype)
+
+    def _take_share(self, rows: dict[str, np.ndarray], keys: np.ndarray, drop: bool) -> None:
+        """From every particle (all processes hold the same `rows`), keep this process's slab
+        and its halo; `drop` removes the flagged ones (a sort) instead of keeping them (a
+        restore)."""
+        columns = keys % self._columns
+        live = rows["removed"] == 0 if drop else np.ones(len(keys), bool)
+        histogram = np.bincount(columns[live], minlength=self._columns)
+        if self.slabs is None:
+            self._set_slabs(balanced_slabs(histogram, self.world.size, self._halo_columns))
+        self._measure(self.slabs.imbalance(histogram))
+        owner = self.slabs.owner(columns)
+        mine = owner == self.world.rank
+        if drop:
+            self._count_drops(rows["removed"][mine & ~live])
+            rows = dict(rows, removed=np.zeros_like(rows["removed"]))
+        held = live & (mine | self.slabs.in_halo(columns, self.world.rank))
+        self._hold({k: v[held] for k, v in rows.items()}, keys[held], owner[held])
+
+    def _measure(self, imbalance: float) -> None:
+        sorts, largest, total = self._imbalance
+        self._imbalance = (sorts + 1, max(largest, imbalance), total + imbalance)
+
+    def _count_drops(self, reasons: np.ndarray) -> None:
+        self._dropped += np.bincount(np.minimum(reasons, DROP_REASONS - 1), minlength=DROP_REASONS)
+
+    def _hold(self, rows: dict[str, np.ndarray], keys: np.ndarray, origin: np.ndarray) -> None:
+        order = np.lexsort((rows["id"], keys))
+        self._upload({k: v[order] for k, v in rows.items()}, keys[order], origin[order])
+
+    # ---------------------------------------------------------------------------- the sort
+
+    def _sort(self) -> None:
+        """Re-sort: drop flagged particles, rebalance if needed, migrate, rebuild the halo."""
+        started = wallclock.perf_counter()
+        p = self.particles
+        n = p.count
+        keys_device = ti.ndarray(ti.i32, shape=max(n, 1))
+        lo, inv_cell, dims, _ = self.grid.kernel_args()
+        cell_keys(p.position, n, lo, inv_cell, dims, keys_device)
+        keys = keys_device.to_numpy()[:n]
+        rows = self._download()
+        if self._holds_all:
+            self._take_share(rows, keys, drop=True)
+            self._holds_all = False
+        else:
+            self._migrate(rows, keys)
+        p.removed.fill(0)
+        self.moved = 0.0
+        self.sorts += 1
+        self._sorted_this_step = True
+        self.sort_exchange_s += wallclock.perf_counter() - started
+
+    def _migrate(self, rows: dict[str, np.ndarray], keys: np.ndarray) -> None:
+        """Send owned particles to their (new) owners and halo copies to the neighbours."""
+        world, rank = self.world, self.world.rank
+        owned = self._origin == rank
+        self._count_drops(rows["removed"][owned & (rows["removed"] != 0)])
+        keep = owned & (rows["removed"] == 0)
+        rows = {k: v[keep] for k, v in rows.items()}
+        keys = keys[keep]
+        columns = keys % self._columns
+        histogram = world.sum(np.bincount(columns, minlength=self._columns).astype(np.int64))
+        imbalance = self.slabs.imbalance(histogram)
+        self._measure(imbalance)
+        if imbalance > 1.0 + REBALANCE_THRESHOLD:
+            balanced = balanced_slabs(histogram, world.size, self._halo_columns)
+            if balanced.imbalance(histogram) < imbalance:  # whole columns may allow no better
+                self._set_slabs(balanced)
+                self.rebalances += 1
+        owner = self.slabs.owner(columns)
+        parts = world.comm.alltoall(
+            [
+                ({k: v[owner == q] for k, v in rows.items()}, keys[owner == q])
+                for q in range(world.size)
+            ]  # fmt: skip
+        )
+        rows = {k: np.concatenate([part[0][k] for part in parts]) for k in rows}
+        keys = np.concatenate([part[1] for part in parts])
+        columns = keys % self._columns
+        copies = world.comm.alltoall(
+            [
+                (
+                    {k: v[self.slabs.in_halo(columns, q)] for k, v in rows.items()},
+                    keys[self.slabs.in_halo(columns, q)],
+                )
+                if q != rank
+                else None
+                for q in range(world.size)
+            ]  # fmt: skip
+        )
+        origin = [np.full(len(keys), rank)]
+        held_rows, held_keys = [rows], [keys]
+        for q, copy in enumerate(copies):
+            if copy is not None:
+                held_rows.append(copy[0])
+                held_keys.append(copy[1])
+                origin.append(np.full(len(copy[1]), q))
+        self._hold(
+            {k: np.concatenate([r[k] for r in held_rows]) for k in rows},
+            np.concatenate(held_keys),
+            np.concatenate(origin),
+        )
+
+    # ---------------------------------------------------------------------------- the step
+
+    def _step_batch(self, remaining: float, until: float | None, max_steps: int) -> None:
+        """One step, as the batched step computes it (solver/distributed/step_phases.py):
+        sort or halo exchange, interaction, combined maxima, update, combined health, record."""
+        self._sorted_this_step = False
+        self._sort_if_needed()
+        if not self._sorted_this_step:
+            self._halo.exchange(self.particles)
+        p, world = self.particles, self.world
+        slots = self._maximum.next_slots(1)
+        slot = slots[0]
+        lo, hi = self._region
+        self._phases.interact(
+            p.position, p.ghost, p.velocity, p.density, p.pressure, p.kind, p.removed, p.count,
+            self.grid.cell_offsets, p.acceleration, p.density_rate, self._maximum.out, slot,
+            self._records, remaining, self.dt, self.moved, lo, hi, *self._stress_arrays(),
+        )  # fmt: skip
+        maxima = self._maximum.out.to_numpy()
+        if p.count == 0:  # no particle cleared or filled the slot
+            maxima[slot] = -np.inf
+        maxima[slot] = world.max(maxima[slot])
+        self._maximum.out.from_numpy(maxima)
+        self._phases.update(
+            p.position, p.velocity, p.velocity_prev, p.density, p.density_prev, p.pressure,
+            p.kind, p.removed, p.count, p.acceleration, p.density_rate, self._maximum.out, slot,
+            self._euler_at(self.steps), self._health, self._records, lo, hi,
+        )  # fmt: skip
+        self._health.from_numpy(world.sum(self._health.to_numpy()))
+        self._phases.finish(self._maximum.out, slot, self._health, self._records)
+        self._count_batch(slots, remaining, until)
+
+    def advance(self, until: float, max_steps: int = MAX_STEPS) -> None:
+        """As `Simulation.advance`: steps toward `until`, one exchange each, returning where a
+        batch would stop (landed, sort due, health)."""
+        if until <= self.time:
+            return
+        for _ in range(max_steps):
+            remaining = self._remaining if until == self._until else until - self.time
+            self._step_batch(remaining, until, 1)
+            if self.landed or self.nonfinite or self.at_dt_floor or self.moved > self._skin_bound:
+                return
+
+    # ------------------------------------------------------------------------ what is seen
+
+    def removed_by_reason(self) -> dict[str, int]:
+        """Particles dropped so far in the whole job, by why (a collective)."""
+        p = self.particles
+        owned = self._origin[: p.count] == self.world.rank if not self._holds_all else None
+        flags = p.removed.to_numpy()[: p.count]
+        pending = np.bincount(flags[owned] if owned is not None else flags, minlength=3)
+        if self._holds_all and self.world.rank != 0:
+            pending[:] = 0  # every process holds them all: count them once
+        total = self.world.sum(np.concatenate([self._dropped, pending[:3]]).astype(np.int64))
+        dropped, pending = total[:DROP_REASONS], total[DROP_REASONS:]
+        return {
+            "outside_domain": int(dropped[REMOVED_OUTSIDE] + pending[REMOVED_OUTSIDE]),
+            "density_out_of_band": int(dropped[REMOVED_DENSITY] + pending[REMOVED_DENSITY]),
+        }
+
+    def state(self) -> dict[str, np.ndarray]:
+        """The state of the whole job as one process holds it (a collective): on rank 0 the
+        particle arrays in global (cell, id) order, whole (capacity long), with the cell
+        offsets of the last sort; elsewhere only the scalars."""
+        p, world = self.particles, self.world
+        dropped = world.sum(self._dropped)
+        scalars = {
+            "steps": np.int64(self.steps),
+            "sorts": np.int64(self.sorts),
+            "time": np.float64(self.time),
+            "dt": np.float64(self.dt),
+            "moved": np.float64(self.moved),
+            "flagged": np.int64(self.flagged),
+            "until": np.float64(np.nan if self._until is None else self._until),
+            "remaining": np.float64(self._remaining),
+        }
+        if self._holds_all:  # before the first sort: every process holds it all already
+            state = super().state() if world.is_root else {}
+            return state | scalars if world.is_root else scalars | {"count": np.int64(0)}
+        rows = self._download()
+        owned = self._origin == world.rank
+        parts = world.comm.gather(
+            ({k: v[owned] for k, v in rows.items()}, self._keys[owned]), root=0
+        )
+        if not world.is_root:
+            return scalars | {"count": np.int64(0)}
+        keys = np.concatenate([part[1] for part in parts])
+        order = np.lexsort((np.concatenate([part[0]["id"] for part in parts]), keys))
+        state: dict[str, np.ndarray] = {}
+        for name in rows:
+            values = np.concatenate([part[0][name] for part in parts])[order]
+            array = getattr(p, name)
+            full = np.zeros(array.shape + tuple(array.element_shape), dtype=values.dtype)
+            full[: len(values)] = values
+            state[f"particles.{name}"] = full
+        g = self.grid
+        counts = np.bincount(keys, minlength=g.num_cells)[: g.num_cells]
+        state["grid.cell_offsets"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+        state["grid.dropped"] = dropped.astype(np.int32)
+        state["count"] = np.int64(len(keys))
+        return state | scalars
+
+    def restore(self, state: dict[str, np.ndarray]) -> None:
+        """Continue from `state` (a checkpoint of any number of processes): every process
+        reads it whole and keeps its share by the cells of the state's last sort."""
+        super().restore(state)
+        count = int(state["count"])
+        offsets = state["grid.cell_offsets"].astype(np.int64)
+        keys = np.searchsorted(offsets, np.arange(count), side="right") - 1
+        rows = {name: state[f"particles.{name}"][:count] for name in self._array_names()}
+        self._dropped = np.zeros(DROP_REASONS, np.int64)
+        if self.world.is_root:
+            self._dropped[: len(state["grid.dropped"])] = state["grid.dropped"]
+        self.slabs = None
+        self._take_share(rows, keys.astype(np.int32), drop=False)
+        self._holds_all = False
+
+    def snapshot(self) -> Snapshot:
+        """The live particles of the whole job on rank 0 (empty elsewhere; a collective)."""
+        state = self.state()
+        if not self.world.is_root:
+            empty = np.zeros(0, np.int32)
+            vectors = np.zeros((0, 3))
+            return Snapshot(self.time, self.steps, vectors, vectors, vectors[:, 0],
+                            vectors[:, 0], empty, empty)  # fmt: skip
+        return snapshot_from_state(state)
+
+    @property
+    def exchange_s(self) -> float:
+        """Wall time this process spent exchanging: halos every step, migration at sorts."""
+        return self._halo.seconds + self.sort_exchange_s
+
+    def decomposition(self) -> dict:
+        """The slabs, their loads and the exchange's figures, for summary.json."""
+        return {
+            "ranks": self.world.size,
+            "slab_columns": list(self.slabs.starts) if self.slabs else None,
+            "halo_columns": self._halo_columns,
+            "rebalances": self.rebalances,
+            "imbalance_max": self._imbalance[1],
+            "imbalance_mean": self._imbalance[2] / max(self._imbalance[0], 1),
+        }
