@@ -239,3 +239,37 @@ def _is_zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+# -------------------------------------------- the split step in one process, every backend
+
+
+@pytest.mark.parametrize("boundary", ["mdbc", "dbc"])
+def test_the_split_step_of_one_slab_equals_the_one_launch_step(
+    on_backend: str, boundary: str
+) -> None:
+    """The decomposed solver's step (three kernels, a halo exchange, sorts on the host) on a
+    single slab computes what the batched one-launch step computes, bit for bit, on every
+    backend: the kernels that several processes run are those of one."""
+    from solver.config import load_config
+    from solver.distributed.simulation import DistributedSimulation
+    from solver.distributed.world import World
+    from solver.simulation import Simulation
+
+    cfg = load_config(
+        QUICK,
+        ["particles.dp=0.06", "neighbors.skin=0.02", f"physics.boundary={boundary}"],
+    )
+    one, split = Simulation(cfg), DistributedSimulation(cfg, World.alone())
+    for target in (0.01, 0.04):
+        while one.time < target:
+            one.advance(target)
+        while split.time < target:
+            split.advance(target)
+        assert (one.steps, one.sorts) == (split.steps, split.sorts)
+        a, b = one.snapshot(), split.snapshot()
+        order_a, order_b = np.argsort(a.id), np.argsort(b.id)
+        for field in FIELDS:
+            x, y = getattr(a, field)[order_a], getattr(b, field)[order_b]
+            assert x.tobytes() == y.tobytes(), f"{field} at t = {target}"
+    assert split.sorts >= 2 and split.steps > split.sorts  # steps between sorts exchanged

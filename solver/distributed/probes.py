@@ -30,7 +30,7 @@ class DistributedProbes(DeviceProbes):
     def point_sums(self) -> np.ndarray:
         local = super().point_sums()  # sorts a fresh simulation first: the slabs exist then
         sim: DistributedSimulation = self._sim
-        every = sim.world.comm.allgather(local)
+        every = sim.world.allgather(local)
         dtype = local.dtype.type
         owner = np.zeros(len(self._x), dtype=np.int64)
         for rank in range(sim.world.size):

@@ -214,7 +214,7 @@ class DistributedSimulation(Simulation):
                 self._set_slabs(balanced)
                 self.rebalances += 1
         owner = self.slabs.owner(columns)
-        parts = world.comm.alltoall(
+        parts = world.alltoall(
             [
                 ({k: v[owner == q] for k, v in rows.items()}, keys[owner == q])
                 for q in range(world.size)
@@ -223,7 +223,7 @@ class DistributedSimulation(Simulation):
         rows = {k: np.concatenate([part[0][k] for part in parts]) for k in rows}
         keys = np.concatenate([part[1] for part in parts])
         columns = keys % self._columns
-        copies = world.comm.alltoall(
+        copies = world.alltoall(
             [
                 (
                     {k: v[self.slabs.in_halo(columns, q)] for k, v in rows.items()},
@@ -328,9 +328,7 @@ class DistributedSimulation(Simulation):
             return state | scalars if world.is_root else scalars | {"count": np.int64(0)}
         rows = self._download()
         owned = self._origin == world.rank
-        parts = world.comm.gather(
-            ({k: v[owned] for k, v in rows.items()}, self._keys[owned]), root=0
-        )
+        parts = world.gather(({k: v[owned] for k, v in rows.items()}, self._keys[owned]))
         if not world.is_root:
             return scalars | {"count": np.int64(0)}
         keys = np.concatenate([part[1] for part in parts])

@@ -37,7 +37,12 @@ def launched_processes(environ: dict[str, str] | None = None) -> int:
 
 @dataclass
 class World:
-    """The processes of an MPI job (mpi4py's COMM_WORLD), rank 0 writing the output."""
+    """The processes of an MPI job (mpi4py's COMM_WORLD), rank 0 writing the output.
+
+    `World.alone()` is a job of one process without MPI (comm None): the decomposed solver
+    then runs its split step on one slab, which tests and the Metal check use to compare it
+    with the one-launch step and to compile its kernels where mpi4py is not installed.
+    """
 
     comm: Any
     rank: int
@@ -46,6 +51,11 @@ class World:
     """Rank among the processes on this machine (which GPU this process takes)."""
     local_size: int
 
+    @classmethod
+    def alone(cls) -> World:
+        """A job of this process only, needing no MPI."""
+        return cls(None, 0, 1, 0, 1)
+
     @property
     def is_root(self) -> bool:
         """Whether this process writes the run's files."""
@@ -53,6 +63,8 @@ class World:
 
     def max(self, values: np.ndarray) -> np.ndarray:
         """Componentwise maximum over all processes (exact, whatever the order)."""
+        if self.comm is None:
+            return np.array(values)
         from mpi4py import MPI
 
         out = np.empty_like(values)
@@ -61,6 +73,8 @@ class World:
 
     def sum(self, values: np.ndarray) -> np.ndarray:
         """Componentwise sum over all processes (for integer counts: exact)."""
+        if self.comm is None:
+            return np.array(values)
         from mpi4py import MPI
 
         out = np.empty_like(values)
@@ -69,7 +83,21 @@ class World:
 
     def any(self, flag: bool) -> bool:
         """Whether any process says yes."""
+        if self.comm is None:
+            return bool(flag)
         return bool(self.comm.allreduce(bool(flag), op=_lor()))
+
+    def alltoall(self, items: list[Any]) -> list[Any]:
+        """Item q to process q; returns what each process sent to this one."""
+        return list(items) if self.comm is None else self.comm.alltoall(items)
+
+    def gather(self, item: Any) -> list[Any] | None:
+        """Every process's item on rank 0 (None elsewhere)."""
+        return [item] if self.comm is None else self.comm.gather(item, root=0)
+
+    def allgather(self, item: Any) -> list[Any]:
+        """Every process's item, on every process."""
+        return [item] if self.comm is None else self.comm.allgather(item)
 
     def on_root(self, action: Callable[[], T]) -> T:
         """Run `action` on rank 0 only; every process then returns its result or raises the
@@ -81,7 +109,7 @@ class World:
                 outcome = (True, action())
             except Exception as error:  # noqa: BLE001 - handed to every process, then raised
                 outcome = (False, error)
-        ok, value = self.comm.bcast(outcome, root=0)
+        ok, value = outcome if self.comm is None else self.comm.bcast(outcome, root=0)
         if not ok:
             raise value
         return value
@@ -93,7 +121,7 @@ class World:
             outcome: tuple[bool, Any] = (True, action())
         except Exception as error:  # noqa: BLE001 - handed to every process, then raised
             outcome = (False, error)
-        failures = [error for ok, error in self.comm.allgather(
+        failures = [error for ok, error in self.allgather(
             (outcome[0], None if outcome[0] else outcome[1])) if not ok]  # fmt: skip
         if failures:
             raise failures[0]

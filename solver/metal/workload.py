@@ -8,14 +8,18 @@ diffusion; each integrator and each boundary method with each kernel; the lamina
 viscosity with each integrator), one more step timed phase by phase (the separate
 kernels `dambreak bench` times), the benchmarks' neighbour count, and a snapshot of each, which
 runs Taichi's own
-copy kernels (to_numpy, from_numpy, fill) as `dambreak run` does. Precision is f32 only: the
-solver refuses f64 on Metal before anything is compiled (solver.backend.CAPABILITIES).
+copy kernels (to_numpy, from_numpy, fill) as `dambreak run` does; and the decomposed solver's
+kernels (its split step, halo packing, cell keys; solver/distributed/) on one slab, as each
+process of `mpiexec -n K dambreak run` runs them. Precision is f32 only: the solver refuses
+f64 on Metal before anything is compiled (solver.backend.CAPABILITIES).
 """
 
 from collections.abc import Callable
 
 from solver.bench import neighbours_per_particle
 from solver.config import load_config
+from solver.distributed.simulation import DistributedSimulation
+from solver.distributed.world import World
 from solver.phase_timer import PhaseTimer
 from solver.physics.smoothing_kernels import KERNEL_NAMES
 from solver.selftest.blocks import BLOCK_CHECKS
@@ -46,6 +50,10 @@ def physics_variants() -> list[tuple[str, str, str, str, str]]:
         boundary = BOUNDARIES[i % len(BOUNDARIES)]
         variants.append((kernel, DIFFUSIONS[-1], integrator, boundary, VISCOSITIES[1]))
     return variants
+
+
+DISTRIBUTED_VARIANTS = (("mdbc", "artificial"), ("dbc", "laminar_sps"))
+"""(boundary, viscosity) of the decomposed solver's runs: each split-step kernel once."""
 
 
 def run_variant(
@@ -82,3 +90,12 @@ def exercise_all(report: Callable[[str], None] = lambda _: None) -> None:
     for variant in physics_variants():
         run_variant(*variant)
         report("ran the quick case with " + ", ".join(variant))
+    for boundary, viscosity in DISTRIBUTED_VARIANTS:
+        cfg = load_config(
+            None, [*COARSE, f"physics.boundary={boundary}", f"physics.viscosity={viscosity}"]
+        )
+        sim = DistributedSimulation(cfg, World.alone())
+        for _ in range(STEPS):
+            sim.step()
+        sim.snapshot()
+        report(f"ran the decomposed quick case with {boundary}, {viscosity}")
