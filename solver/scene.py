@@ -83,7 +83,7 @@ from solver.mesh_particles import (
 )
 from solver.particle_kind import ParticleKind
 
-__all__ = ["Scene", "build_scene", "face_lattice", "fluid_block_indices", "particle_count_bound"]
+__all__ = ["Scene", "build_scene", "face_lattice", "particle_count_bound"]
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ def fluid_particles(cfg: Config, tol: float) -> np.ndarray:
     tank = cfg.tank.box
     keys: list[np.ndarray] = []
     for i, block in enumerate(cfg.fluid_blocks):
-        keys.append(fluid_block_indices(cfg, block, tol))
+        keys.append(_fluid_block_indices(cfg, block, tol))
         if block.mesh is not None and len(keys[-1]) == 0:
             lattice = "tank.min + (i + 1/2) dp" if gap else "tank.min + i dp"
             raise ConfigError(
@@ -205,7 +205,7 @@ def fluid_particles(cfg: Config, tol: float) -> np.ndarray:
                 f"{cfg.physics.boundary}) strictly inside it and dp/2 from the walls; make "
                 "it larger or dp smaller"
             )
-    index = np.unique(np.concatenate(keys, axis=0), axis=0)  # blocks that touch: once
+    index = np.unique(np.concatenate(keys, axis=0), axis=0)  # overlapping blocks: once
     points = np.asarray(tank.min) + dp * (index + gap)
     origin = np.asarray(tank.min) + gap * dp  # the fluid lattice's columns
     clearance = 0.5 * dp - tol
@@ -228,7 +228,7 @@ def fluid_particles(cfg: Config, tol: float) -> np.ndarray:
     return points
 
 
-def fluid_block_indices(cfg: Config, block: FluidBlock, tol: float) -> np.ndarray:
+def _fluid_block_indices(cfg: Config, block: FluidBlock, tol: float) -> np.ndarray:
     """(M, 3) lattice indices i (points tank.min + (i + gap) dp) of a block's water: every
     point of a box block, those of a mesh block's bounding box strictly inside the mesh."""
     dp = cfg.dp
@@ -401,7 +401,7 @@ def particle_count_bound(cfg: Config) -> int:
     for block in cfg.fluid_blocks:
         lattice = math.prod(len(_block_indices(tank, block, a, dp, tol, gap)) for a in range(3))
         mesh_counted = block.mesh is not None and lattice <= MESH_COUNT_LIMIT
-        fluid += len(fluid_block_indices(cfg, block, tol)) if mesh_counted else lattice
+        fluid += len(_fluid_block_indices(cfg, block, tol)) if mesh_counted else lattice
     wall_box = _wall_lattice_tank(cfg).box
     layers = cfg.tank.wall_layers
     total, unmarked = [], []
