@@ -8,7 +8,8 @@ TOML layout::
 
     [case] name                     [particles] dp
     [domain] min max                [tank] min max wall_layers open_top
-    [[fluid]] min max               [[obstacle]] min max hollow | mesh scale rotate translate hollow
+    [[fluid]] min max | mesh scale rotate translate
+    [[obstacle]] min max hollow | mesh scale rotate translate hollow
     [terrain] mesh scale rotate translate
     [physics] ...   [time] ...      [output] ...
     [[probes.height]] name x y surface    [[probes.pressure]] name position
@@ -54,6 +55,7 @@ __all__ = [
     "Box",
     "Config",
     "ConfigError",
+    "FluidBlock",
     "HeightGauge",
     "KeySpec",
     "MeshConfig",
@@ -190,7 +192,9 @@ SECTIONS: dict[str, str] = {
     "particles": "Particle spacing.",
     "domain": "The computational box; particles that leave it are removed (and counted).",
     "tank": "The tank: an axis-aligned box whose inner faces carry the innermost wall layer.",
-    "fluid": "Blocks of water at rest at t = 0 (array of tables, at least one).",
+    "fluid": "Blocks of water at rest at t = 0, each a box (min, max) or a closed surface mesh "
+    "(mesh, placed as an obstacle's) whose inside the fluid lattice fills (array of tables, at "
+    "least one).",
     "obstacle": "Fixed solids inside the tank, each a box (min, max) or a closed surface mesh "
     "(mesh: an STL, OBJ, PLY or OFF file, placed by scale, then rotate, then translate) "
     "(array of tables, any number).",
@@ -225,8 +229,19 @@ SCHEMA: tuple[KeySpec, ...] = (
             "Layers of wall particles, the first on the inner faces; 3 cover the 2H support.",
             lo=1, hi=8),
     KeySpec("tank", "open_top", "bool", "-", True, "No lid: side walls end at tank max z."),
-    KeySpec("fluid", "min", "vec3", "m", REQUIRED, "Lower corner of the water block."),
-    KeySpec("fluid", "max", "vec3", "m", REQUIRED, "Upper corner of the water block."),
+    KeySpec("fluid", "min", "vec3", "m", None, "Lower corner of a box of water.",
+            auto="required unless mesh is given"),
+    KeySpec("fluid", "max", "vec3", "m", None, "Upper corner of a box of water.",
+            auto="required unless mesh is given"),
+    KeySpec("fluid", "mesh", "path", "-", None,
+            "A closed (watertight) surface mesh instead of a box: the fluid lattice points "
+            "strictly inside it become water (docs/meshes.md).", auto="none: a box"),
+    KeySpec("fluid", "scale", "vec3", "-", (1.0, 1.0, 1.0),
+            "Scale factors of the mesh along x, y, z (first).", lo=0.0, lo_open=True),
+    KeySpec("fluid", "rotate", "vec3", "deg", (0.0, 0.0, 0.0),
+            "Rotation of the scaled mesh about the x, then the y, then the z axis."),
+    KeySpec("fluid", "translate", "vec3", "m", (0.0, 0.0, 0.0),
+            "Move of the rotated mesh (last)."),
     KeySpec("obstacle", "min", "vec3", "m", None, "Lower corner of a box obstacle.",
             auto="required unless mesh is given"),
     KeySpec("obstacle", "max", "vec3", "m", None, "Upper corner of a box obstacle.",
@@ -258,7 +273,8 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("physics", "coefsound", "float", "-", 20.0,
             "c0 = coefsound * sqrt(|g| * h_swl).", lo=0.0, lo_open=True),
     KeySpec("physics", "h_swl", "float", "m", None, "Still-water height used for c0.",
-            lo=0.0, lo_open=True, auto="top of the highest fluid block - tank floor"),
+            lo=0.0, lo_open=True,
+            auto="top of the highest fluid block (box or placed mesh) - tank floor"),
     KeySpec("physics", "gamma", "float", "-", 7.0,
             "Tait exponent: p = B ((rho/rho0)^gamma - 1).", lo=1.0),
     KeySpec("physics", "h_over_dp", "float", "-", math.sqrt(3.0),
@@ -350,12 +366,14 @@ CROSS_CHECKS: tuple[str, ...] = (
     "of the walls) on every axis, overlaps no other fluid block (blocks may touch) and does not "
     "lie wholly inside a box obstacle (a partly covered block is carved around it; so is one "
     "inside a mesh, and a case whose water is all carved away is refused when its particles "
-    "are placed).",
+    "are placed). A mesh block is judged by its bounding box once placed, is at least dp thick "
+    "on every axis, and must hold a lattice point strictly inside its surface (checked when "
+    "the particles are placed).",
     "Every obstacle lies inside the tank in x and y and starts at or above the floor; "
     "its top may rise above an open top only. A mesh obstacle is judged by its bounding box "
     "once placed.",
-    "An obstacle is a box (`min` and `max`) or a mesh (`mesh`, with `scale`, `rotate`, "
-    "`translate`), never both; a mesh obstacle's file exists, is read as STL, OBJ, PLY or OFF, "
+    "An obstacle or a fluid block is a box (`min` and `max`) or a mesh (`mesh`, with `scale`, "
+    "`rotate`, `translate`), never both; its mesh file exists, is read as STL, OBJ, PLY or OFF, "
     "holds triangles of non-zero area once scaled, is closed (every edge joins exactly two "
     "triangles) and encloses a volume.",
     "The terrain's mesh lies inside the tank in z (its top may rise above an open top only) "
@@ -434,6 +452,18 @@ class MeshConfig:
     scale: Vec3 = _default("obstacle", "scale")
     rotate: Vec3 = _default("obstacle", "rotate")
     translate: Vec3 = _default("obstacle", "translate")
+
+
+@dataclass(frozen=True)
+class FluidBlock(Box):
+    """A block of water at rest: the box [min, max], or the fluid lattice points strictly
+    inside a closed `mesh`, whose bounding box min and max then are once placed.
+
+    A Box, so that what needs only a block's extent (h_swl, the overlap and tank checks, the
+    validation of a column collapse) reads box and mesh blocks alike.
+    """
+
+    mesh: MeshConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -541,7 +571,7 @@ class Config:
     dp: float
     domain: Box
     tank: TankConfig
-    fluid_blocks: tuple[Box, ...]
+    fluid_blocks: tuple[FluidBlock, ...]
     obstacles: tuple[ObstacleConfig, ...]
     physics: PhysicsConfig
     neighbors: NeighborsConfig
@@ -563,7 +593,8 @@ class Config:
 
     @property
     def water_height(self) -> float:
-        """h_swl resolved: given, or top of the highest fluid block above the tank floor [m]."""
+        """h_swl resolved: given, or the top of the highest fluid block (a mesh block's: its
+        placed mesh's) above the tank floor [m]."""
         if self.physics.h_swl is not None:
             return self.physics.h_swl
         return max(b.max[2] for b in self.fluid_blocks) - self.tank.box.min[2]
@@ -950,19 +981,21 @@ class _Builder:
             raise self.error(f"{label}.mesh", f"= {_shown(given)} ({path}): {exc}") from None
         return MeshConfig(str(path), surface, scale, rotate, translate)
 
-    def obstacle(self, table: Mapping[str, Any], i: int) -> ObstacleConfig:
-        """Obstacle i: a box (min, max) or a closed mesh (mesh, scale, rotate, translate)."""
-        label = f"obstacle[{i}]"
-        hollow = self.value(table, "obstacle", "hollow", label)
-        if "mesh" not in table:
-            for key in ("scale", "rotate", "translate"):
-                if key in table:
-                    raise self.error(
-                        f"{label}.{key}",
-                        'places a mesh, and this obstacle has none; give mesh = "file.stl" '
-                        "or leave it out for a box",
-                    )
-            return ObstacleConfig(box=self.box(table, "obstacle", label), hollow=hollow)
+    def no_placement(self, table: Mapping[str, Any], label: str, what: str) -> None:
+        """Refuse scale, rotate or translate in a table without a mesh (a box `what`)."""
+        for key in ("scale", "rotate", "translate"):
+            if key in table:
+                raise self.error(
+                    f"{label}.{key}",
+                    f'places a mesh, and this {what} has none; give mesh = "file.stl" '
+                    "or leave it out for a box",
+                )
+
+    def closed_mesh(
+        self, table: Mapping[str, Any], section: str, label: str, rule: str
+    ) -> tuple[Box, MeshConfig]:
+        """A table's closed mesh, read and placed, and its bounding box; `rule` ends the
+        messages (what the mesh must be, and how to mend it)."""
         for key in ("min", "max"):
             if key in table:
                 raise self.error(
@@ -970,15 +1003,13 @@ class _Builder:
                     "is for a box; give either min and max (a box) or mesh (a surface mesh), "
                     "not both",
                 )
-        mesh = self.mesh(table, "obstacle", label)
+        mesh = self.mesh(table, section, label)
         surface = mesh.surface
         if not surface.closed:
             raise self.error(
                 f"{label}.mesh",
                 f"= {_shown(table['mesh'])}: the surface is not closed (watertight): "
-                f"{surface.open_edges} edges do not join exactly two triangles; an obstacle "
-                "must enclose a solid (close the surface in the CAD tool; an open surface can "
-                "be a [terrain])",
+                f"{surface.open_edges} edges do not join exactly two triangles; {rule}",
             )
         lower, upper = surface.lower, surface.upper
         box = Box(
@@ -989,9 +1020,34 @@ class _Builder:
             raise self.error(
                 f"{label}.mesh",
                 f"= {_shown(table['mesh'])}: the surface encloses no volume (scale = "
-                f"{list(mesh.scale)}); an obstacle must enclose a solid",
+                f"{list(mesh.scale)}); {rule}",
             )
+        return box, mesh
+
+    def obstacle(self, table: Mapping[str, Any], i: int) -> ObstacleConfig:
+        """Obstacle i: a box (min, max) or a closed mesh (mesh, scale, rotate, translate)."""
+        label = f"obstacle[{i}]"
+        hollow = self.value(table, "obstacle", "hollow", label)
+        if "mesh" not in table:
+            self.no_placement(table, label, "obstacle")
+            return ObstacleConfig(box=self.box(table, "obstacle", label), hollow=hollow)
+        rule = (
+            "an obstacle must enclose a solid (close the surface in the CAD tool; an open "
+            "surface can be a [terrain])"
+        )
+        box, mesh = self.closed_mesh(table, "obstacle", label, rule)
         return ObstacleConfig(box=box, hollow=hollow, mesh=mesh)
+
+    def fluid(self, table: Mapping[str, Any], i: int) -> FluidBlock:
+        """Fluid block i: a box (min, max) or a closed mesh (mesh, scale, rotate, translate)."""
+        label = f"fluid[{i}]"
+        if "mesh" not in table:
+            self.no_placement(table, label, "fluid block")
+            box = self.box(table, "fluid", label)
+            return FluidBlock(box.min, box.max)
+        rule = "a fluid block must enclose its water (close the surface in the CAD tool)"
+        box, mesh = self.closed_mesh(table, "fluid", label, rule)
+        return FluidBlock(box.min, box.max, mesh)
 
     # -- the whole config -------------------------------------------------------------------
 
@@ -1010,9 +1066,7 @@ class _Builder:
             wall_layers=self.value(tank_t, "tank", "wall_layers", "tank"),
             open_top=self.value(tank_t, "tank", "open_top", "tank"),
         )
-        fluid = tuple(
-            self.box(t, "fluid", f"fluid[{i}]") for i, t in enumerate(self.array("fluid"))
-        )
+        fluid = tuple(self.fluid(t, i) for i, t in enumerate(self.array("fluid")))
         obstacles = tuple(self.obstacle(t, i) for i, t in enumerate(self.array("obstacle")))
         terrain_t = self.table("terrain")
         terrain = None
@@ -1076,9 +1130,20 @@ class _Builder:
         return cfg
 
     def check_fluid_block(self, cfg: Config, i: int, tol: float) -> None:
-        """Fluid block i holds particles, overlaps no earlier block and no obstacle wholly."""
+        """Fluid block i lies in the tank, holds particles, overlaps no earlier block and no
+        obstacle wholly; a mesh block is judged by its bounding box and is dp thick at least."""
         block = cfg.fluid_blocks[i]
         tank = cfg.tank.box
+        key, what = _fluid_key(i, block), _fluid_text(block)
+        if not tank.contains_box(block, tol):
+            raise self.error(key, f"{what} is not inside the tank {_box_text(tank)}")
+        if block.mesh is not None:
+            for a, axis in enumerate("xyz"):
+                if block.size[a] < cfg.dp - tol:
+                    raise self.error(
+                        key,
+                        f"{what} is {block.size[a]:g} m on {axis}, thinner than dp = {cfg.dp:g} m",
+                    )
         gap = surface_gap(cfg.physics.boundary)  # the scene's fluid lattice (solver/lattice.py)
         lattice = "tank.min + (i + 1/2) dp" if gap else "tank.min + i dp"
         for a, axis in enumerate("xyz"):
@@ -1087,8 +1152,8 @@ class _Builder:
             )
             if not points:
                 raise self.error(
-                    f"fluid[{i}]",
-                    f"block {_box_text(block)} holds no particle: on {axis}, no lattice point "
+                    key,
+                    f"{what} holds no particle: on {axis}, no lattice point "
                     f"{lattice} (dp = {cfg.dp:g}, physics.boundary = {cfg.physics.boundary}) "
                     f"lies in ({block.min[a]:g}, {block.max[a]:g}] at least dp/2 from the "
                     "walls; make it thicker",
@@ -1098,16 +1163,21 @@ class _Builder:
                 min(block.max[a], other.max[a]) - max(block.min[a], other.min[a]) > tol
                 for a in range(3)
             ):
+                by_box = (
+                    " (a mesh block by its bounding box)"
+                    if block.mesh is not None or other.mesh is not None
+                    else ""
+                )
                 raise self.error(
-                    f"fluid[{i}]",
-                    f"block {_box_text(block)} overlaps fluid[{j}] {_box_text(other)}; "
-                    "fluid blocks may touch but not overlap",
+                    key,
+                    f"{what} overlaps fluid[{j}] {_fluid_text(other)}; fluid blocks may touch "
+                    f"but not overlap{by_box}",
                 )
         for k, obstacle in enumerate(cfg.obstacles):
             if obstacle.mesh is None and obstacle.box.contains_box(block, tol):
                 raise self.error(
-                    f"fluid[{i}]",
-                    f"block {_box_text(block)} lies inside obstacle[{k}] "
+                    key,
+                    f"{what} lies inside obstacle[{k}] "
                     f"{_box_text(obstacle.box)}, so it holds no water",
                 )
 
@@ -1158,12 +1228,7 @@ class _Builder:
                 )
         if not cfg.fluid_blocks:
             raise ConfigError(f"{self.where}: no [[fluid]] block; at least one is required")
-        for i, block in enumerate(cfg.fluid_blocks):
-            if not tank.contains_box(block, tol):
-                raise self.error(
-                    f"fluid[{i}]",
-                    f"block {_box_text(block)} is not inside the tank {_box_text(tank)}",
-                )
+        for i in range(len(cfg.fluid_blocks)):
             self.check_fluid_block(cfg, i, tol)
         for i, obstacle in enumerate(cfg.obstacles):
             box = obstacle.box
@@ -1291,7 +1356,24 @@ def _obstacle_text(obstacle: ObstacleConfig) -> str:
     """An obstacle in words: "box [..]..[..]", or its mesh file and where it spans."""
     if obstacle.mesh is None:
         return f"box {_box_text(obstacle.box)}"
-    return f"mesh {Path(obstacle.mesh.path).name} (placed, it spans {_box_text(obstacle.box)})"
+    return _mesh_text(obstacle.mesh, obstacle.box)
+
+
+def _fluid_text(block: FluidBlock) -> str:
+    """A fluid block in words: "block [..]..[..]", or its mesh file and where it spans."""
+    if block.mesh is None:
+        return f"block {_box_text(block)}"
+    return _mesh_text(block.mesh, block)
+
+
+def _fluid_key(i: int, block: FluidBlock) -> str:
+    """The key messages about fluid block i name: the block, or its mesh key."""
+    return f"fluid[{i}]" if block.mesh is None else f"fluid[{i}].mesh"
+
+
+def _mesh_text(mesh: MeshConfig, box: Box) -> str:
+    """A placed mesh in words: its file and the box it spans."""
+    return f"mesh {Path(mesh.path).name} (placed, it spans {_box_text(box)})"
 
 
 def _box_text(box: Box) -> str:
@@ -1395,10 +1477,14 @@ def config_to_toml(cfg: Config) -> str:
         {"min": t.box.min, "max": t.box.max, "wall_layers": t.wall_layers, "open_top": t.open_top},
     )
     for block in cfg.fluid_blocks:
-        lines += _toml_lines("fluid", {"min": block.min, "max": block.max}, array=True)
+        if block.mesh is None:
+            values: dict[str, Any] = {"min": block.min, "max": block.max}
+        else:
+            values = _mesh_values(block.mesh)
+        lines += _toml_lines("fluid", values, array=True)
     for ob in cfg.obstacles:
         if ob.mesh is None:
-            values: dict[str, Any] = {"min": ob.box.min, "max": ob.box.max, "hollow": ob.hollow}
+            values = {"min": ob.box.min, "max": ob.box.max, "hollow": ob.hollow}
         else:
             values = _mesh_values(ob.mesh) | {"hollow": ob.hollow}
         lines += _toml_lines("obstacle", values, array=True)

@@ -1,4 +1,4 @@
-"""Boundary particles of surface meshes: a closed solid filled, or a terrain layered below.
+"""Particles of surface meshes: a closed solid filled, a terrain layered below, water inside.
 
 DualSPHysics' GenCase fills a solid drawn from an STL by voxelising it on the particle lattice
 (Dominguez et al. 2022, Comput. Part. Mech. 9, 867-895); here the same is done with an exact
@@ -25,6 +25,10 @@ samples the surface itself, points less than dp/2 outside belong to it too (solv
 keeps the fluid dp/2 from them); under mDBC a point may lie on a slanted face, and is then its
 own ghost node. Points within ON_SURFACE dp of the surface count as on it. Fluid is kept
 outside and at least dp/2 from every surface.
+
+Water filling a closed mesh (a `[[fluid]] mesh`) takes the fluid lattice points strictly inside
+it: an odd number of crossings above and more than ON_SURFACE dp from the surface, so a point
+on a face (where float32 STL rounding decides the parity) is never water.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ __all__ = [
     "far_from",
     "lattice_axis",
     "solid_points",
+    "strictly_inside",
     "tank_axis",
     "terrain_columns",
     "terrain_points",
@@ -131,6 +136,19 @@ def clear_of_surface(
     near = nearest_on_surface(points[outside], triangles, dp, reach=clearance).distance
     keep = np.zeros(len(points), dtype=bool)
     keep[np.flatnonzero(outside)] = near >= clearance
+    return keep
+
+
+def strictly_inside(
+    points: np.ndarray, triangles: np.ndarray, origin: np.ndarray, dp: float
+) -> np.ndarray:
+    """Mask of `points` (on columns origin + (i, j) dp) inside a closed surface and more than
+    ON_SURFACE dp from it."""
+    inside = crossings_above(points, triangles, origin, dp) % 2 == 1
+    margin = ON_SURFACE * dp
+    near = nearest_on_surface(points[inside], triangles, dp, reach=margin).distance
+    keep = np.zeros(len(points), dtype=bool)
+    keep[np.flatnonzero(inside)] = near > margin
     return keep
 
 

@@ -40,6 +40,11 @@ Meshes (solver/mesh_particles.py places their particles)
   where no water reaches.
 * Fluid: also kept outside every mesh obstacle and above the terrain, at least dp/2 from their
   surfaces.
+* Fluid meshes: a `[[fluid]]` block given as a closed mesh holds the points of the same fluid
+  lattice that lie strictly inside the mesh (within its bounding box, dp/2 inside the tank),
+  then carved like a box block. Under mDBC a mesh of a box whose faces lie at whole dp from
+  tank.min gives that box block's points; under DBC, whose lattice points lie on such faces,
+  the box rule keeps those on its max faces and the mesh none.
 
 Since every coordinate list keeps its points at least dp/2 apart and the particle sets are
 kept dp/2 apart from each other, no two particles in a scene are closer than dp/2.
@@ -52,6 +57,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -60,6 +66,7 @@ from solver.config import (
     Box,
     Config,
     ConfigError,
+    FluidBlock,
     ObstacleConfig,
     TankConfig,
     geometric_tolerance,
@@ -70,6 +77,7 @@ from solver.mesh_particles import (
     far_from,
     lattice_axis,
     solid_points,
+    strictly_inside,
     tank_axis,
     terrain_points,
 )
@@ -187,11 +195,16 @@ def fluid_particles(cfg: Config, tol: float) -> np.ndarray:
     gap = surface_gap(cfg.physics.boundary)
     tank = cfg.tank.box
     keys: list[np.ndarray] = []
-    for block in cfg.fluid_blocks:
-        index_axes = [
-            np.array(_block_indices(tank, block, a, dp, tol, gap), dtype=np.int64) for a in range(3)
-        ]
-        keys.append(_product(*index_axes).astype(np.int64))
+    for i, block in enumerate(cfg.fluid_blocks):
+        keys.append(_fluid_block_indices(cfg, block, tol))
+        if block.mesh is not None and len(keys[-1]) == 0:
+            lattice = "tank.min + (i + 1/2) dp" if gap else "tank.min + i dp"
+            raise ConfigError(
+                f"{cfg.source}: fluid[{i}].mesh: mesh {Path(block.mesh.path).name} holds no "
+                f"lattice point {lattice} (dp = {dp:g}, physics.boundary = "
+                f"{cfg.physics.boundary}) strictly inside it and dp/2 from the walls; make "
+                "it larger or dp smaller"
+            )
     index = np.unique(np.concatenate(keys, axis=0), axis=0)  # overlapping blocks: once
     points = np.asarray(tank.min) + dp * (index + gap)
     origin = np.asarray(tank.min) + gap * dp  # the fluid lattice's columns
@@ -213,6 +226,23 @@ def fluid_particles(cfg: Config, tol: float) -> np.ndarray:
         keep[low] = clear_of_surface(points[low], tri, origin, dp, clearance, closed=False)
         points = points[keep]
     return points
+
+
+def _fluid_block_indices(cfg: Config, block: FluidBlock, tol: float) -> np.ndarray:
+    """(M, 3) lattice indices i (points tank.min + (i + gap) dp) of a block's water: every
+    point of a box block, those of a mesh block's bounding box strictly inside the mesh."""
+    dp = cfg.dp
+    gap = surface_gap(cfg.physics.boundary)
+    tank = cfg.tank.box
+    axes = [
+        np.array(_block_indices(tank, block, a, dp, tol, gap), dtype=np.int64) for a in range(3)
+    ]
+    index = _product(*axes)
+    if block.mesh is None:
+        return index
+    points = np.asarray(tank.min) + dp * (index + gap)
+    origin = np.asarray(tank.min) + gap * dp  # the fluid lattice's columns
+    return index[strictly_inside(points, block.mesh.surface.triangles, origin, dp)]
 
 
 def _block_indices(tank: Box, block: Box, axis: int, dp: float, tol: float, gap: float) -> range:
@@ -358,19 +388,20 @@ def particle_count_bound(cfg: Config) -> int:
     Exact unless some points are dropped for lying within dp/2 of another set: fluid carved out
     around obstacles or below the terrain, obstacle or terrain points on the tank walls (under
     DBC, an obstacle standing on the floor) or on an earlier obstacle or the terrain. Those are
-    counted too, so the result is an upper bound. Meshes are counted by selecting their points
-    (solver/mesh_particles.py, seconds for a million), unless a mesh's bounding box holds more
-    than MESH_COUNT_LIMIT lattice points: then those are counted, a bound the memory check can
-    refuse without selecting them.
+    counted too, so the result is an upper bound. Meshes (obstacles, terrain, fluid blocks) are
+    counted by selecting their points (solver/mesh_particles.py, seconds for a million), unless
+    a mesh's bounding box holds more than MESH_COUNT_LIMIT lattice points: then those are
+    counted, a bound the memory check can refuse without selecting them.
     """
     dp = cfg.dp
     tol = geometric_tolerance(cfg)
     gap = surface_gap(cfg.physics.boundary)
     tank = cfg.tank.box
-    fluid = sum(
-        math.prod(len(_block_indices(tank, block, a, dp, tol, gap)) for a in range(3))
-        for block in cfg.fluid_blocks
-    )
+    fluid = 0
+    for block in cfg.fluid_blocks:
+        lattice = math.prod(len(_block_indices(tank, block, a, dp, tol, gap)) for a in range(3))
+        mesh_counted = block.mesh is not None and lattice <= MESH_COUNT_LIMIT
+        fluid += len(_fluid_block_indices(cfg, block, tol)) if mesh_counted else lattice
     wall_box = _wall_lattice_tank(cfg).box
     layers = cfg.tank.wall_layers
     total, unmarked = [], []

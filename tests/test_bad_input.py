@@ -85,6 +85,19 @@ BAD_CONFIGS: dict[str, tuple[str, ...]] = {
                                   "does not cover the whole tank floor"),
     "terrain_without_mesh.toml": ("line 12", "terrain", "no mesh"),
     "fluid_inside_mesh.toml": ("fluid: the [[fluid]] blocks hold no lattice point",),
+    # water filling a mesh
+    "fluid_mesh_open.toml": ("line 9", "fluid[0].mesh", "not closed (watertight)", "4 edges",
+                             "a fluid block must enclose its water"),
+    "fluid_mesh_and_box.toml": ("line 10", "fluid[0].min", "either min and max", "not both"),
+    "fluid_scale_without_mesh.toml": ("line 11", "fluid[0].scale",
+                                      "places a mesh, and this fluid block has none"),
+    "fluid_mesh_outside_tank.toml": ("line 9", "fluid[0].mesh", "mesh box.obj",
+                                     "[1.0, 0.125, 0.0]", "is not inside the tank"),
+    "fluid_mesh_too_thin.toml": ("line 9", "fluid[0].mesh", "0.025 m on z", "thinner than dp"),
+    "fluid_mesh_overlaps_block.toml": ("line 13", "fluid[1].mesh", "overlaps fluid[0]",
+                                       "may touch but not overlap", "by its bounding box"),
+    "fluid_mesh_holds_no_point.toml": ("fluid[1].mesh", "mesh box.obj", "holds no lattice point",
+                                       "strictly inside it"),
 }  # fmt: skip
 """Every file of tests/bad_configs/ and the fragments its message must hold."""
 
