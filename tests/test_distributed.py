@@ -273,3 +273,16 @@ def test_the_split_step_of_one_slab_equals_the_one_launch_step(
             x, y = getattr(a, field)[order_a], getattr(b, field)[order_b]
             assert x.tobytes() == y.tobytes(), f"{field} at t = {target}"
     assert split.sorts >= 2 and split.steps > split.sorts  # steps between sorts exchanged
+
+
+def test_an_existing_output_folder_ends_every_process_with_one_message(tmp_path: Path) -> None:
+    """Rank 0 alone looks at the output folder; its refusal reaches every process (exit 2,
+    one message, nothing written), instead of leaving the others waiting."""
+    _mpiexec()
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "keep.txt").write_text("results\n")
+    code, err = _finish(_launch(2, _run_argv(out, 0.01)), timeout=120)
+    assert code == 2, err
+    assert err.count("dambreak run: error:") == 1 and "--force" in err
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
