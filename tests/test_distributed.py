@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -85,7 +86,9 @@ def _mpiexec() -> str:
         import mpi4py  # noqa: F401
     except ImportError:
         reason = "mpi4py is not installed (pip install -e '.[mpi]')"
-    launcher = shutil.which("mpiexec")
+    # pip puts the runtime's launcher beside the interpreter's scripts (maybe not on PATH)
+    places = [sysconfig.get_path("scripts"), str(Path(sys.executable).parent)]
+    launcher = shutil.which("mpiexec", path=os.pathsep.join([*places, os.environ["PATH"]]))
     if launcher is None:
         reason = reason or "no mpiexec on PATH"
     if reason is not None:
