@@ -221,4 +221,9 @@ def test_every_kernel_of_the_solver_passes_the_metal_check():
     assert sum(" interact_and_verlet_c" in line for line in lines) == 3
     assert sum(" interact_sps_c" in line for line in lines) == 2
     assert sum(" interact_and_verlet_sps_c" in line for line in lines) == 1
+    # The decomposed solver's step (solver/distributed/), once with each viscosity.
+    assert sum(" phase_interact_c" in line for line in lines) == 1
+    assert sum(" phase_interact_sps_c" in line for line in lines) == 1
+    for kernel in ("phase_update", "phase_finish", "_pack", "_unpack", "cell_keys", "scatter"):
+        assert kernel in names
     assert "pass the Metal check" in result.stdout

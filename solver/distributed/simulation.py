@@ -96,6 +96,8 @@ class DistributedSimulation(Simulation):
         particles over the mean) seen at them, before any rebalancing."""
         self.sort_exchange_s = 0.0
         """Wall time of the sorts' migration and halo rebuild (host and MPI)."""
+        self.gather_s = 0.0
+        """Wall time of gathering the state on rank 0 (snapshots, checkpoints)."""
 
     # -------------------------------------------------------------------------- what is held
 
@@ -326,6 +328,7 @@ class DistributedSimulation(Simulation):
         if self._holds_all:  # before the first sort: every process holds it all already
             state = super().state() if world.is_root else {}
             return state | scalars if world.is_root else scalars | {"count": np.int64(0)}
+        started = wallclock.perf_counter()
         rows = self._download()
         owned = self._origin == world.rank
         parts = world.gather(({k: v[owned] for k, v in rows.items()}, self._keys[owned]))
@@ -345,6 +348,7 @@ class DistributedSimulation(Simulation):
         state["grid.cell_offsets"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
         state["grid.dropped"] = dropped.astype(np.int32)
         state["count"] = np.int64(len(keys))
+        self.gather_s += wallclock.perf_counter() - started
         return state | scalars
 
     def restore(self, state: dict[str, np.ndarray]) -> None:
@@ -386,4 +390,5 @@ class DistributedSimulation(Simulation):
             "rebalances": self.rebalances,
             "imbalance_max": self._imbalance[1],
             "imbalance_mean": self._imbalance[2] / max(self._imbalance[0], 1),
+            "gather_s": self.gather_s,
         }

@@ -97,7 +97,7 @@ def build_step_phases(
             )  # fmt: skip
 
     @ti.kernel
-    def interact(
+    def phase_interact(
         position: ti.types.ndarray(ndim=1),
         ghost: ti.types.ndarray(ndim=1),
         velocity: ti.types.ndarray(ndim=1),
@@ -125,7 +125,7 @@ def build_step_phases(
         )  # fmt: skip
 
     @ti.kernel
-    def interact_sps(
+    def phase_interact_sps(
         position: ti.types.ndarray(ndim=1),
         ghost: ti.types.ndarray(ndim=1),
         velocity: ti.types.ndarray(ndim=1),
@@ -155,7 +155,7 @@ def build_step_phases(
         )  # fmt: skip
 
     @ti.kernel
-    def update(
+    def phase_update(
         position: ti.types.ndarray(ndim=1),
         velocity: ti.types.ndarray(ndim=1),
         velocity_prev: ti.types.ndarray(ndim=1),
@@ -189,7 +189,7 @@ def build_step_phases(
         records[0][SPARE] = dt
 
     @ti.kernel
-    def finish(
+    def phase_finish(
         maxima: ti.types.ndarray(ndim=1),
         slot: ti.i32,
         health: ti.types.ndarray(dtype=ti.i32, ndim=1),
@@ -198,4 +198,6 @@ def build_step_phases(
         if batch.running(records):
             batch.finish(records, 0, records[0][SPARE], maxima[slot], health)
 
-    return StepPhases(interact_sps if interaction.sps else interact, update, finish)
+    return StepPhases(
+        phase_interact_sps if interaction.sps else phase_interact, phase_update, phase_finish
+    )
