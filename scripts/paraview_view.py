@@ -120,7 +120,7 @@ def fixed_colour_range(display, view, field: str) -> None:
     bar.LabelFontSize = 15
     bar.DrawTickLabels = 1
     bar.AddRangeLabels = 1
-    bar.RangeLabelFormat = "%-#.3g"
+    bar.RangeLabelFormat = "%.4g"
     bar.ScalarBarLength = 0.4
     bar.Visibility = 1
 
@@ -173,8 +173,8 @@ def build(reader, first_time: float, radius: float, field: str):
 
 def nearest_time(times: list[float], wanted: float) -> float:
     """The snapshot time closest to `wanted`, which must lie within the run."""
-    spacing = min((b - a for a, b in zip(times, times[1:])), default=0.0)
-    if not times[0] - spacing / 2 <= wanted <= times[-1] + spacing / 2:
+    slack = (times[-1] - times[0]) / max(len(times) - 1, 1) / 2  # half a snapshot interval
+    if not times[0] - slack <= wanted <= times[-1] + slack:
         raise ValueError(f"--time {wanted} is outside the run's {times[0]:g} to {times[-1]:g} s")
     return min(times, key=lambda t: abs(t - wanted))
 
@@ -188,9 +188,7 @@ def show_time(view, scene, time: float) -> None:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """The command line (or $DAMBREAK_VIEW_ARGS in the GUI)."""
-    parser = argparse.ArgumentParser(
-        prog="paraview_view.py", description=__doc__.splitlines()[0]
-    )
+    parser = argparse.ArgumentParser(prog="paraview_view.py", description=__doc__.splitlines()[0])
     parser.add_argument(
         "run",
         nargs="?",
