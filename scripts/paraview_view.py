@@ -35,7 +35,6 @@ import sys
 from paraview.simple import (
     AnnotateTimeFilter,
     ColorBy,
-    GetActiveCamera,
     GetActiveViewOrCreate,
     GetAnimationScene,
     GetColorTransferFunction,
@@ -99,8 +98,8 @@ def show_spheres(source, view, radius: float):
 def time_format(annotation) -> str:
     """A format for the simulated time in the syntax this ParaView's AnnotateTimeFilter takes.
 
-    Its default tells the syntax apart: Python's ("Time: {time:f}") in recent versions, printf's
-    ("Time: %f") in older ones; the switch between them is near 5.10.
+    Its default tells the syntax apart: Python's ("Time: {time:f}", 5.11 and later) or printf's
+    ("Time: %f", 5.9 and earlier; 5.10 is taken either way).
     """
     return "t = {time:.3f} s" if "{" in annotation.Format else "t = %.3f s"
 
@@ -134,7 +133,7 @@ def place_camera(view, bounds: list[float]) -> None:
     view.CameraViewUp = [0.0, 0.0, 1.0]
     view.CameraParallelProjection = 0
     view.ResetCamera(False)  # keeps the direction and the up axis, fits the tank
-    GetActiveCamera().Dolly(1.3)  # ResetCamera leaves a wide margin round the tank
+    view.GetActiveCamera().Dolly(1.3)  # ResetCamera leaves a wide margin round the tank
 
 
 def build(reader, first_time: float, radius: float, field: str):
