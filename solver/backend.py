@@ -7,9 +7,11 @@ running after `ti.init` and stops with a clear message when it is not the one as
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import gc
+import io
 import os
 import platform
 import sys
@@ -90,18 +92,22 @@ def _running_arch() -> str:
 
 
 def _init(
-    backend: str, precision: str, threads: int | None, offline_cache_dir: Path | None = None
+    backend: str,
+    precision: str,
+    threads: int | None,
+    offline_cache_dir: Path | None = None,
+    log_level: str = ti.WARN,
 ) -> None:
     """ti.init for `backend`; precision sets Taichi's default float for all kernels.
 
     `offline_cache_dir` points Taichi's offline cache at a folder of the caller's (the Metal
-    check reads the compiled kernels back from a fresh one).
+    check reads the compiled kernels back from a fresh one); `log_level` is Taichi's.
     """
     kwargs: dict[str, object] = {
         "arch": _ARCHS[backend],
         "default_fp": ti.f64 if precision == "f64" else ti.f32,
         "default_ip": ti.i32,
-        "log_level": ti.WARN,
+        "log_level": log_level,
     }
     if backend == "cpu" and threads is not None:
         kwargs["cpu_max_num_threads"] = threads
@@ -109,7 +115,17 @@ def _init(
         kwargs["offline_cache"] = True
         kwargs["offline_cache_file_path"] = str(offline_cache_dir)
     gc.collect()  # ti.init resets the running program: see reset_taichi
-    ti.init(**kwargs)
+    with _banner_output():
+        ti.init(**kwargs)  # prints "[Taichi] Starting on arch=...", whatever its log_level
+
+
+def _banner_output() -> contextlib.AbstractContextManager[object]:
+    """Where ti.init's start-up line goes: stdout if Taichi's own switch for its version line,
+    ENABLE_TAICHI_HEADER_PRINT, lets that through (its default; `dambreak` sets it from
+    --verbose), else nowhere, so that one switch governs both lines."""
+    if os.environ.get("ENABLE_TAICHI_HEADER_PRINT", "True").lower() in ("false", "0", "f"):
+        return contextlib.redirect_stdout(io.StringIO())
+    return contextlib.nullcontext()
 
 
 def reset_taichi() -> None:
@@ -129,7 +145,7 @@ def _auto_backend() -> str:
     """CUDA if it really starts, else Metal on macOS, else the CPU; never a software Vulkan."""
     candidates = ["cuda"] + (["metal"] if sys.platform == "darwin" else [])
     for name in candidates:
-        _init(name, "f32", None)
+        _init(name, "f32", None, log_level=ti.ERROR)  # a missing GPU is an answer, not a warning
         if _running_arch() == name:
             reset_taichi()
             return name

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
-from solver.backend import BACKEND_CHOICES
+from solver import __version__
+
+TAICHI_BANNER = "ENABLE_TAICHI_HEADER_PRINT"
+"""Taichi's switch for the "[Taichi] version ..." line it prints when imported (read once, at
+import); solver.backend applies it to the "[Taichi] Starting on arch=..." line of ti.init too.
+The run summary names the backend and device in our words, so both lines are only noise unless
+asked for with --verbose."""
 
 
 def _add_run(commands: argparse._SubParsersAction) -> None:
+    from solver.backend import BACKEND_CHOICES  # imports taichi: only once TAICHI_BANNER is set
+
     run = commands.add_parser(
         "run",
         help="run a simulation from a TOML config",
@@ -100,6 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dambreak",
         description="3D SPH dam-break solver on Taichi (CPU, CUDA, Vulkan, Metal).",
     )
+    parser.add_argument("--version", action="version", version=f"dambreak {__version__}")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Taichi's start-up lines (its version, the arch it starts on)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_run(commands)
     for tool in TOOLS:
@@ -107,8 +122,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _verbose(argv: Sequence[str]) -> bool:
+    """Whether --verbose is among the options before the command, where the parser takes it.
+
+    Decided before the parser exists because building it imports the tools, and with them
+    taichi, which prints its version line at import unless TAICHI_BANNER says not to. No option
+    before the command takes a value, so the command is the first word not starting with "-".
+    """
+    for arg in argv:
+        if arg == "--verbose":
+            return True
+        if not arg.startswith("-"):
+            return False
+    return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `dambreak` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    os.environ[TAICHI_BANNER] = "1" if _verbose(argv) else "0"  # also for child processes
     args = build_parser().parse_args(argv)
     return args.handler(args)
 

@@ -3,7 +3,8 @@
 The backends tried are cpu and vulkan, plus cuda where a CUDA driver is present and metal on
 macOS; DAMBREAK_TEST_BACKENDS (comma-separated) overrides the list. A backend that cannot start
 is skipped with its reason, except those named in DAMBREAK_REQUIRE_BACKENDS, which fail instead
-(.ci/run requires vulkan, so CI never silently skips it).
+(.ci/run requires vulkan, so CI never silently skips it). Likewise the tests that run ParaView
+skip where it is not installed, except under DAMBREAK_REQUIRE_PARAVIEW=1 (set by .ci/run).
 """
 
 from __future__ import annotations
@@ -78,3 +79,23 @@ def on_cpu() -> str:
     """Taichi started on the CPU backend (f32) for this test."""
     use_backend("cpu")
     return "cpu"
+
+
+PARAVIEW_TOOLS = ("pvpython", "paraview", "xvfb-run")
+"""What the ParaView tests start: pvpython and the GUI, both on a virtual X display."""
+
+
+@pytest.fixture(scope="session")
+def paraview_tools() -> dict[str, str]:
+    """The paths of PARAVIEW_TOOLS; skip without them, fail if DAMBREAK_REQUIRE_PARAVIEW=1."""
+    tools = {name: shutil.which(name) or "" for name in PARAVIEW_TOOLS}
+    missing = [name for name, path in tools.items() if not path]
+    if missing:
+        reason = (
+            f"ParaView not installed here: no {', '.join(missing)} on PATH "
+            "(Debian: apt-get install paraview python3-paraview xvfb)"
+        )
+        if os.environ.get("DAMBREAK_REQUIRE_PARAVIEW") == "1":
+            pytest.fail(f"DAMBREAK_REQUIRE_PARAVIEW=1 but {reason}")
+        pytest.skip(reason)
+    return tools
