@@ -27,6 +27,7 @@ import taichi as ti
 from solver.config import Config, ConfigError
 from solver.distributed.decomposition import Slabs, balanced_slabs, halo_columns
 from solver.distributed.halo import HaloExchange
+from solver.distributed.migration import RowStaging
 from solver.distributed.step_phases import build_step_phases
 from solver.distributed.world import World
 from solver.integrate import REMOVED_DENSITY, REMOVED_OUTSIDE
@@ -89,6 +90,8 @@ class DistributedSimulation(Simulation):
         self._global_count = self.particles.count
         stress = STRESS_COMPONENTS if self.particles.tau is not None else 0
         self._halo = HaloExchange(world, self.particles.dtype, stress)
+        self._staging = RowStaging(self.particles)
+        self._order = ti.ndarray(ti.i32, shape=max(self.particles.capacity, 1))
         self._sorted_this_step = False
         self.rebalances = 0
         self._imbalance = (0, 0.0, 0.0)
@@ -120,7 +123,7 @@ class DistributedSimulation(Simulation):
     def _upload(self, rows: dict[str, np.ndarray], keys: np.ndarray, origin: np.ndarray) -> None:
         """Hold `rows` (sorted by (key, id)) with their cells `keys`: the particle arrays, the
         cell grid's offsets and the exchange lists."""
-        p, g = self.particles, self.grid
+        p = self.particles
         n = len(keys)
         for name, values in rows.items():
             array = getattr(p, name)
@@ -128,6 +131,12 @@ class DistributedSimulation(Simulation):
             full[:n] = values
             array.from_numpy(full)
         p.count = n
+        self._index(keys, origin)
+
+    def _index(self, keys: np.ndarray, origin: np.ndarray) -> None:
+        """Take note of the held particles' cells `keys` and owners `origin` (in held order):
+        the cell grid's offsets, the exchange lists, the job's particle count."""
+        g = self.grid
         counts = np.bincount(keys, minlength=g.num_cells)[: g.num_cells]
         g.cell_offsets.from_numpy(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
         self._keys, self._origin = keys.astype(np.int32), origin.astype(np.int32)
@@ -186,27 +195,27 @@ class DistributedSimulation(Simulation):
         lo, inv_cell, dims, _ = self.grid.kernel_args()
         cell_keys(p.position, n, lo, inv_cell, dims, keys_device)
         keys = keys_device.to_numpy()[:n]
-        rows = self._download()
         if self._holds_all:
-            self._take_share(rows, keys, drop=True)
+            self._take_share(self._download(), keys, drop=True)
             self._holds_all = False
         else:
-            self._migrate(rows, keys)
+            self._migrate(keys)
         p.removed.fill(0)
         self.moved = 0.0
         self.sorts += 1
         self._sorted_this_step = True
         self.sort_exchange_s += wallclock.perf_counter() - started
 
-    def _migrate(self, rows: dict[str, np.ndarray], keys: np.ndarray) -> None:
-        """Send owned particles to their (new) owners and halo copies to the neighbours."""
-        world, rank = self.world, self.world.rank
+    def _migrate(self, keys: np.ndarray) -> None:
+        """Send owned particles to their (new) owners and halo copies to the neighbours, the
+        rows moving on the device (migration.py); `keys` are the held particles' cells now."""
+        world, rank, p = self.world, self.world.rank, self.particles
+        removed = p.removed.to_numpy()[: p.count]
+        ids = p.id.to_numpy()[: p.count]
         owned = self._origin == rank
-        self._count_drops(rows["removed"][owned & (rows["removed"] != 0)])
-        keep = owned & (rows["removed"] == 0)
-        rows = {k: v[keep] for k, v in rows.items()}
-        keys = keys[keep]
-        columns = keys % self._columns
+        self._count_drops(removed[owned & (removed != 0)])
+        kept = np.nonzero(owned & (removed == 0))[0]
+        columns = keys[kept] % self._columns
         histogram = world.sum(np.bincount(columns, minlength=self._columns).astype(np.int64))
         imbalance = self.slabs.imbalance(histogram)
         self._measure(imbalance)
@@ -216,38 +225,57 @@ class DistributedSimulation(Simulation):
                 self._set_slabs(balanced)
                 self.rebalances += 1
         owner = self.slabs.owner(columns)
-        parts = world.alltoall(
+        leaving = np.nonzero(owner != rank)[0]
+        rows = self._staging.take(kept[leaving])
+        arrived = world.alltoall(
             [
-                ({k: v[owner == q] for k, v in rows.items()}, keys[owner == q])
+                (
+                    {k: v[owner[leaving] == q] for k, v in rows.items()},
+                    keys[kept[leaving]][owner[leaving] == q],
+                )
                 for q in range(world.size)
             ]  # fmt: skip
         )
-        rows = {k: np.concatenate([part[0][k] for part in parts]) for k in rows}
-        keys = np.concatenate([part[1] for part in parts])
-        columns = keys % self._columns
+        staying = kept[owner == rank]
+        self._reorder(staying)
+        own_keys = [keys[staying]] + [part[1] for part in arrived]
+        own_ids = [ids[staying]] + [part[0]["id"] for part in arrived]
+        start = len(staying)
+        for part in arrived:
+            self._staging.put(part[0], start)
+            start += len(part[1])
+        own_keys, own_ids = np.concatenate(own_keys), np.concatenate(own_ids)
+        own_columns = own_keys % self._columns
         copies = world.alltoall(
             [
                 (
-                    {k: v[self.slabs.in_halo(columns, q)] for k, v in rows.items()},
-                    keys[self.slabs.in_halo(columns, q)],
+                    self._staging.take(np.nonzero(self.slabs.in_halo(own_columns, q))[0]),
+                    own_keys[self.slabs.in_halo(own_columns, q)],
                 )
                 if q != rank
                 else None
                 for q in range(world.size)
             ]  # fmt: skip
         )
-        origin = [np.full(len(keys), rank)]
-        held_rows, held_keys = [rows], [keys]
+        held_keys, held_ids, origin = [own_keys], [own_ids], [np.full(start, rank)]
         for q, copy in enumerate(copies):
             if copy is not None:
-                held_rows.append(copy[0])
+                self._staging.put(copy[0], start)
+                start += len(copy[1])
                 held_keys.append(copy[1])
+                held_ids.append(copy[0]["id"])
                 origin.append(np.full(len(copy[1]), q))
-        self._hold(
-            {k: np.concatenate([r[k] for r in held_rows]) for k in rows},
-            np.concatenate(held_keys),
-            np.concatenate(origin),
-        )
+        keys, ids = np.concatenate(held_keys), np.concatenate(held_ids)
+        order = np.lexsort((ids, keys))
+        self._reorder(order)
+        self._index(keys[order], np.concatenate(origin)[order])
+
+    def _reorder(self, order: np.ndarray) -> None:
+        """Apply `order` (new place -> held index) to the held particles, on the device."""
+        padded = np.zeros(self._order.shape[0], dtype=np.int32)
+        padded[: len(order)] = order
+        self._order.from_numpy(padded)
+        self.particles.reorder(self._order, len(order))
 
     # ---------------------------------------------------------------------------- the step
 
