@@ -39,6 +39,10 @@ from solver.simulation import Simulation
 from solver.snapshot import Snapshot, snapshot_from_state
 from solver.step_batch import MAX_STEPS, build_batch_control
 
+PASSING = DROP_REASONS - 1
+"""The flag that leaves a held particle out of a sort: it passes to another process, or is a
+ghost that the sort replaces."""
+
 REBALANCE_THRESHOLD = 0.1
 """Rebalance the slabs at a sort once the most loaded one holds more than this fraction over
 the mean."""
@@ -91,7 +95,6 @@ class DistributedSimulation(Simulation):
         stress = STRESS_COMPONENTS if self.particles.tau is not None else 0
         self._halo = HaloExchange(world, self.particles.dtype, stress)
         self._staging = RowStaging(self.particles)
-        self._order = ti.ndarray(ti.i32, shape=max(self.particles.capacity, 1))
         self._sorted_this_step = False
         self.rebalances = 0
         self._imbalance = (0, 0.0, 0.0)
@@ -131,14 +134,14 @@ class DistributedSimulation(Simulation):
             full[:n] = values
             array.from_numpy(full)
         p.count = n
-        self._index(keys, origin)
-
-    def _index(self, keys: np.ndarray, origin: np.ndarray) -> None:
-        """Take note of the held particles' cells `keys` and owners `origin` (in held order):
-        the cell grid's offsets, the exchange lists, the job's particle count."""
         g = self.grid
         counts = np.bincount(keys, minlength=g.num_cells)[: g.num_cells]
         g.cell_offsets.from_numpy(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+        self._index(keys, origin)
+
+    def _index(self, keys: np.ndarray, origin: np.ndarray) -> None:
+        """Take note of the held particles' cells `keys` and owners `origin` (in held order,
+        the cell grid filled): the exchange lists, the job's particle count."""
         self._keys, self._origin = keys.astype(np.int32), origin.astype(np.int32)
         columns = self._keys % self._columns
         owned = self._origin == self.world.rank
@@ -211,7 +214,6 @@ class DistributedSimulation(Simulation):
         rows moving on the device (migration.py); `keys` are the held particles' cells now."""
         world, rank, p = self.world, self.world.rank, self.particles
         removed = p.removed.to_numpy()[: p.count]
-        ids = p.id.to_numpy()[: p.count]
         owned = self._origin == rank
         self._count_drops(removed[owned & (removed != 0)])
         kept = np.nonzero(owned & (removed == 0))[0]
@@ -236,46 +238,47 @@ class DistributedSimulation(Simulation):
                 for q in range(world.size)
             ]  # fmt: skip
         )
-        staying = kept[owner == rank]
-        self._reorder(staying)
-        own_keys = [keys[staying]] + [part[1] for part in arrived]
-        own_ids = [ids[staying]] + [part[0]["id"] for part in arrived]
-        start = len(staying)
+        staying = np.zeros(p.count, bool)
+        staying[kept[owner == rank]] = True
+        start = self._sort_held(np.where(staying, 0, PASSING).astype(np.int32))
+        own_keys = [self.grid.sorted_keys.to_numpy()[:start]] + [part[1] for part in arrived]
         for part in arrived:
             self._staging.put(part[0], start)
             start += len(part[1])
-        own_keys, own_ids = np.concatenate(own_keys), np.concatenate(own_ids)
-        own_columns = own_keys % self._columns
+        own_columns = np.concatenate(own_keys) % self._columns
         copies = world.alltoall(
             [
-                (
-                    self._staging.take(np.nonzero(self.slabs.in_halo(own_columns, q))[0]),
-                    own_keys[self.slabs.in_halo(own_columns, q)],
-                )
+                self._staging.take(np.nonzero(self.slabs.in_halo(own_columns, q))[0])
                 if q != rank
                 else None
                 for q in range(world.size)
             ]  # fmt: skip
         )
-        held_keys, held_ids, origin = [own_keys], [own_ids], [np.full(start, rank)]
+        origin = [np.full(start, rank)]
         for q, copy in enumerate(copies):
             if copy is not None:
-                self._staging.put(copy[0], start)
-                start += len(copy[1])
-                held_keys.append(copy[1])
-                held_ids.append(copy[0]["id"])
-                origin.append(np.full(len(copy[1]), q))
-        keys, ids = np.concatenate(held_keys), np.concatenate(held_ids)
-        order = np.lexsort((ids, keys))
-        self._reorder(order)
-        self._index(keys[order], np.concatenate(origin)[order])
+                self._staging.put(copy, start)
+                start += len(copy["id"])
+                origin.append(np.full(len(copy["id"]), q))
+        p.count = start
+        p.removed.fill(0)
+        self._sort_held(None)
+        order = self.grid.order.to_numpy()[: p.count]
+        self._index(self.grid.sorted_keys.to_numpy()[: p.count], np.concatenate(origin)[order])
 
-    def _reorder(self, order: np.ndarray) -> None:
-        """Apply `order` (new place -> held index) to the held particles, on the device."""
-        padded = np.zeros(self._order.shape[0], dtype=np.int32)
-        padded[: len(order)] = order
-        self._order.from_numpy(padded)
-        self.particles.reorder(self._order, len(order))
+    def _sort_held(self, flags: np.ndarray | None) -> int:
+        """Sort the held particles by (cell, id) with the solver's own device sort, leaving
+        out those with a flag (`flags`, one per held particle; None: keep all); returns how
+        many are kept. The grid's drop counters then count the ones left out too: under
+        decomposition the run counts its removals itself (`_dropped`)."""
+        p = self.particles
+        if flags is not None:
+            full = np.zeros(p.capacity, np.int32)
+            full[: len(flags)] = flags
+            p.removed.from_numpy(full)
+        kept = self.grid.update(p.position, p.id, p.removed, p.count)
+        p.reorder(self.grid.order, kept)
+        return kept
 
     # ---------------------------------------------------------------------------- the step
 
