@@ -289,3 +289,22 @@ def test_an_existing_output_folder_ends_every_process_with_one_message(tmp_path:
     assert code == 2, err
     assert err.count("dambreak run: error:") == 1 and "--force" in err
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+
+
+def test_a_numerical_failure_stops_every_process_as_it_stops_one(tmp_path: Path) -> None:
+    """A time step forced to 2 ms blows the quick case up: too many particles leave the
+    density band. The removal counts are global, so every process stops after the same step
+    as one process does: exit 3, one message with the same counts, the same last good state
+    kept by rank 0."""
+    _mpiexec()
+    failures = {}
+    for processes in (1, 2):
+        out = tmp_path / f"run{processes}"
+        argv = _run_argv(out, 0.2, "--set=time.dt_min=0.002")
+        code, err = _finish(_launch(processes, argv), 120)
+        assert code == 3, err
+        lines = [line for line in err.splitlines() if "numerical failure:" in line]
+        assert len(lines) == 1, err
+        failures[processes] = (lines[0].split("; latest")[0], read_checkpoint(out).steps)
+    assert "density_out_of_band" in failures[1][0]
+    assert failures[2] == failures[1]
