@@ -9,11 +9,13 @@ each particle's neighbours in that order; a process holds every particle of ever
 particles reach, in the same order, so each particle's sums, and so every snapshot, are bit
 for bit those of one process.
 
-At a sort the particles go through the host: each process computes its particles' cells on
-the device (the sort's own functions), drops those flagged for removal, rebalances the slabs
-when one holds more than REBALANCE_THRESHOLD over the mean, sends particles that left its slab
-to their new owner and its halo rows to each neighbour (mpi4py), and orders what it holds by
-(cell, id). Snapshots and checkpoints gather the owned particles on rank 0 in that same global
+At a sort each process computes its particles' cells on the device (the sort's own
+functions), drops those flagged for removal, rebalances the slabs when one holds more than
+REBALANCE_THRESHOLD over the mean, sends particles that left its slab to their new owner and
+its halo rows to each neighbour (mpi4py), and orders what it holds by (cell, id) with the
+solver's device sort; only the rows that move cross the host link (migration.py). The first
+sort and a restore, where every process holds every particle, pick each one's share on the
+host instead, without communication. Snapshots and checkpoints gather the owned particles on rank 0 in that same global
 order, so a checkpoint is the one a single process writes and resumes on any number of them.
 """
 
