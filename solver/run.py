@@ -104,7 +104,7 @@ def run_simulation(
         return info, build_scene(cfg)
 
     started = wallclock.perf_counter()
-    info, scene = start() if world is None else world.agree(start)
+    info, scene = start() if world is None else world.agree(start)  # a failure anywhere ends all
 
     def prepare() -> None:
         if resume is None:
@@ -114,7 +114,10 @@ def run_simulation(
             check_writable(out_dir)
             remove_temporaries(out_dir)
 
-    prepare() if world is None else world.on_root(prepare)
+    if world is None:
+        prepare()
+    else:
+        world.on_root(prepare)  # a refusal there ends every process
     sim = Simulation(cfg, scene) if world is None else DistributedSimulation(cfg, world, scene)
     probes = DeviceProbes(cfg, sim) if world is None else DistributedProbes(cfg, sim)
     counts = sim.scene.counts()
