@@ -106,6 +106,10 @@ def run_simulation(
     started = wallclock.perf_counter()
     info, scene = start() if world is None else world.agree(start)  # a failure anywhere ends all
 
+    # Before the output folder: the decomposed simulation may refuse the case (exit 2).
+    sim = Simulation(cfg, scene) if world is None else DistributedSimulation(cfg, world, scene)
+    probes = DeviceProbes(cfg, sim) if world is None else DistributedProbes(cfg, sim)
+
     def prepare() -> None:
         if resume is None:
             prepare_output_dir(out_dir, force)
@@ -118,8 +122,6 @@ def run_simulation(
         prepare()
     else:
         world.on_root(prepare)  # a refusal there ends every process
-    sim = Simulation(cfg, scene) if world is None else DistributedSimulation(cfg, world, scene)
-    probes = DeviceProbes(cfg, sim) if world is None else DistributedProbes(cfg, sim)
     counts = sim.scene.counts()
     ranks = f" x {world.size} processes" if world is not None else ""
     say(

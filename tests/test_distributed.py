@@ -308,3 +308,15 @@ def test_a_numerical_failure_stops_every_process_as_it_stops_one(tmp_path: Path)
         failures[processes] = (lines[0].split("; latest")[0], read_checkpoint(out).steps)
     assert "density_out_of_band" in failures[1][0]
     assert failures[2] == failures[1]
+
+
+def test_more_processes_than_cell_columns_are_refused(on_cpu: str) -> None:
+    """Each slab is one cell column at least: a job wider than the grid is bad input (exit 2
+    through ConfigError, before the output folder is touched)."""
+    from solver.config import ConfigError, load_config
+    from solver.distributed.simulation import DistributedSimulation
+    from solver.distributed.world import World
+
+    cfg = load_config(QUICK, ["particles.dp=0.08"])
+    with pytest.raises(ConfigError, match="50 processes for a domain of 20 cell columns"):
+        DistributedSimulation(cfg, World(None, 0, 50, 0, 1))

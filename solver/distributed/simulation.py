@@ -81,6 +81,12 @@ class DistributedSimulation(Simulation):
             cfg.support_radius, reach, moved, ghost_reach, self.grid.cell_size
         )
         self._columns = int(self.grid.dims[0])
+        if world.size > self._columns:
+            raise ConfigError(
+                f"{cfg.source}: {world.size} processes for a domain of {self._columns} cell "
+                f"columns ({self.grid.cell_size:.4g} m wide) along x; each process needs one "
+                "at least: use fewer processes or a smaller particles.dp"
+            )
         self.slabs: Slabs | None = None
         """The decomposition (set by the first sort, moved by rebalancing)."""
         self._region = (0.0, 0.0)
