@@ -15,8 +15,9 @@ REBALANCE_THRESHOLD over the mean, sends particles that left its slab to their n
 its halo rows to each neighbour (mpi4py), and orders what it holds by (cell, id) with the
 solver's device sort; only the rows that move cross the host link (migration.py). The first
 sort and a restore, where every process holds every particle, pick each one's share on the
-host instead, without communication. Snapshots and checkpoints gather the owned particles on rank 0 in that same global
-order, so a checkpoint is the one a single process writes and resumes on any number of them.
+host instead, without communication. Snapshots and checkpoints gather the owned particles on
+rank 0 in that same global order, so a checkpoint is the one a single process writes and
+resumes on any number of them.
 """
 
 from __future__ import annotations
