@@ -320,3 +320,34 @@ def test_more_processes_than_cell_columns_are_refused(on_cpu: str) -> None:
     cfg = load_config(QUICK, ["particles.dp=0.08"])
     with pytest.raises(ConfigError, match="50 processes for a domain of 20 cell columns"):
         DistributedSimulation(cfg, World(None, 0, 50, 0, 1))
+
+
+def test_each_process_takes_its_gpu_by_local_rank_or_its_share_of_the_cores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from solver.distributed import devices
+    from solver.distributed.world import World
+
+    third = World(None, 3, 4, 3, 4)  # local rank 3 of 4 on this machine
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("TI_VISIBLE_DEVICE", raising=False)
+    monkeypatch.setattr(devices, "nvidia_gpu_count", lambda: 2)
+    monkeypatch.setattr(
+        devices,
+        "vulkan_devices",
+        lambda: [
+            ("llvmpipe", "software"),
+            ("A", "discrete GPU"),
+            ("B", "discrete GPU"),
+        ],  # fmt: skip
+    )
+    assert devices.share_devices(third, "cuda", None) is None
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
+    devices.share_devices(third, "vulkan", None)
+    assert os.environ["TI_VISIBLE_DEVICE"] == "2"  # the second hardware device, B
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # the user's choice stands
+    devices.share_devices(third, "cuda", None)
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0"
+    monkeypatch.setattr(devices.os, "cpu_count", lambda: 16)
+    assert devices.share_devices(third, "cpu", None) == 4
+    assert devices.share_devices(third, "cpu", 2) == 2
