@@ -104,6 +104,8 @@ class DistributedSimulation(Simulation):
         stress = STRESS_COMPONENTS if self.particles.tau is not None else 0
         self._halo = HaloExchange(world, self.particles.dtype, stress)
         self._staging = RowStaging(self.particles)
+        self._cells = ti.ndarray(ti.i32, shape=max(self.particles.capacity, 1))
+        """Each held particle's cell now, as a sort computes them."""
         self._sorted_this_step = False
         self.rebalances = 0
         self._imbalance = (0, 0.0, 0.0)
@@ -203,10 +205,9 @@ class DistributedSimulation(Simulation):
         started = wallclock.perf_counter()
         p = self.particles
         n = p.count
-        keys_device = ti.ndarray(ti.i32, shape=max(n, 1))
         lo, inv_cell, dims, _ = self.grid.kernel_args()
-        cell_keys(p.position, n, lo, inv_cell, dims, keys_device)
-        keys = keys_device.to_numpy()[:n]
+        cell_keys(p.position, n, lo, inv_cell, dims, self._cells)
+        keys = self._cells.to_numpy()[:n]
         if self._holds_all:
             self._take_share(self._download(), keys, drop=True)
             self._holds_all = False
