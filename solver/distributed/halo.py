@@ -100,7 +100,7 @@ class HaloExchange:
         self._recv_stress = _Rows(max(stress_components, 1), dtype)
         self.set_lists({}, {})
         self.rows_sent = 0
-        """Rows sent so far, over all exchanges (for the summary)."""
+        """Rows sent so far, over all exchanges between sorts (for the summary)."""
         self.seconds = 0.0
         """Wall time spent exchanging (packing, MPI, unpacking)."""
 
@@ -121,7 +121,7 @@ class HaloExchange:
 
     @property
     def ghosts(self) -> int:
-        """Rows this process receives per exchange."""
+        """Rows this process receives per exchange (its ghosts)."""
         return self._n_recv
 
     def exchange(self, particles) -> None:

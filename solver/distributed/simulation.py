@@ -423,7 +423,9 @@ class DistributedSimulation(Simulation):
         return self._halo.seconds + self.sort_exchange_s
 
     def decomposition(self) -> dict:
-        """The slabs, their loads and the exchange's figures, for summary.json."""
+        """The slabs, their loads and the exchange's figures, for summary.json (a collective:
+        the ghost and row counts are the job's)."""
+        ghosts, sent = self.world.sum(np.array([self._halo.ghosts, self._halo.rows_sent]))
         return {
             "ranks": self.world.size,
             "slab_columns": list(self.slabs.starts) if self.slabs else None,
@@ -432,4 +434,6 @@ class DistributedSimulation(Simulation):
             "imbalance_max": self._imbalance[1],
             "imbalance_mean": self._imbalance[2] / max(self._imbalance[0], 1),
             "gather_s": self.gather_s,
+            "ghosts": int(ghosts),
+            "halo_rows_sent": int(sent),
         }
