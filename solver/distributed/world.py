@@ -63,29 +63,28 @@ class World:
 
     def max(self, values: np.ndarray) -> np.ndarray:
         """Componentwise maximum over all processes (exact, whatever the order)."""
-        if self.comm is None:
-            return np.array(values)
-        from mpi4py import MPI
-
-        out = np.empty_like(values)
-        self.comm.Allreduce(np.ascontiguousarray(values), out, op=MPI.MAX)
-        return out
+        return self._allreduce(values, "MAX")
 
     def sum(self, values: np.ndarray) -> np.ndarray:
         """Componentwise sum over all processes (for integer counts: exact)."""
+        return self._allreduce(values, "SUM")
+
+    def _allreduce(self, values: np.ndarray, op: str) -> np.ndarray:
         if self.comm is None:
             return np.array(values)
         from mpi4py import MPI
 
         out = np.empty_like(values)
-        self.comm.Allreduce(np.ascontiguousarray(values), out, op=MPI.SUM)
+        self.comm.Allreduce(np.ascontiguousarray(values), out, op=getattr(MPI, op))
         return out
 
     def any(self, flag: bool) -> bool:
         """Whether any process says yes."""
         if self.comm is None:
             return bool(flag)
-        return bool(self.comm.allreduce(bool(flag), op=_lor()))
+        from mpi4py import MPI
+
+        return bool(self.comm.allreduce(bool(flag), op=MPI.LOR))
 
     def alltoall(self, items: list[Any]) -> list[Any]:
         """Item q to process q; returns what each process sent to this one."""
@@ -130,12 +129,6 @@ class World:
     def abort(self, code: int) -> None:
         """End every process of the job with exit status `code` (MPI_Abort)."""
         self.comm.Abort(code)
-
-
-def _lor() -> Any:
-    from mpi4py import MPI
-
-    return MPI.LOR
 
 
 def join_world() -> World | None:
