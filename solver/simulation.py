@@ -458,15 +458,21 @@ class Simulation:
         """
         state = {name: array.to_numpy() for name, array in self._carried_arrays().items()}
         state["count"] = np.int64(self.particles.count)
-        state["steps"] = np.int64(self.steps)
-        state["sorts"] = np.int64(self.sorts)
-        state["time"] = np.float64(self.time)
-        state["dt"] = np.float64(self.dt)
-        state["moved"] = np.float64(self.moved)
-        state["flagged"] = np.int64(self.flagged)
-        state["until"] = np.float64(math.nan if self._until is None else self._until)
-        state["remaining"] = np.float64(self._remaining)
-        return state
+        return state | self._clock_state()
+
+    def _clock_state(self) -> dict[str, np.ndarray]:
+        """The scalars of `state()` besides the count: steps, sorts, time, and where the
+        batches and the skin stand."""
+        return {
+            "steps": np.int64(self.steps),
+            "sorts": np.int64(self.sorts),
+            "time": np.float64(self.time),
+            "dt": np.float64(self.dt),
+            "moved": np.float64(self.moved),
+            "flagged": np.int64(self.flagged),
+            "until": np.float64(math.nan if self._until is None else self._until),
+            "remaining": np.float64(self._remaining),
+        }
 
     def restore(self, state: dict[str, np.ndarray]) -> None:
         """Put this simulation (built from the same config) into `state`, taken by `state()`.

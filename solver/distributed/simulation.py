@@ -30,12 +30,11 @@ import taichi as ti
 from solver.config import Config, ConfigError
 from solver.distributed.decomposition import Slabs, balanced_slabs, halo_columns
 from solver.distributed.halo import HaloExchange
-from solver.distributed.migration import RowStaging
+from solver.distributed.migration import RowStaging, moved_names
 from solver.distributed.step_phases import build_step_phases
 from solver.distributed.world import World
 from solver.integrate import REMOVED_DENSITY, REMOVED_OUTSIDE
 from solver.neighbors import DROP_REASONS, cell_keys
-from solver.particles import STATE
 from solver.physics.sps import STRESS_COMPONENTS
 from solver.scene import Scene
 from solver.simulation import Simulation
@@ -124,11 +123,9 @@ class DistributedSimulation(Simulation):
         return self._global_count
 
     def _array_names(self) -> list[str]:
-        """The per-particle arrays that travel with a particle."""
-        names = list(STATE) + ["removed", "acceleration", "density_rate"]
-        if self.particles.tau is not None:
-            names.append("tau")
-        return names
+        """The per-particle arrays of a checkpoint: those that move with a particle, and the
+        work arrays."""
+        return moved_names(self.particles) + ["removed", "acceleration", "density_rate"]
 
     def _download(self) -> dict[str, np.ndarray]:
         n = self.particles.count
@@ -141,13 +138,9 @@ class DistributedSimulation(Simulation):
         n = len(keys)
         for name, values in rows.items():
             array = getattr(p, name)
-            full = np.zeros(array.shape + tuple(array.element_shape), dtype=values.dtype)
-            full[:n] = values
-            array.from_numpy(full)
+            array.from_numpy(_whole(values, array))
         p.count = n
-        g = self.grid
-        counts = np.bincount(keys, minlength=g.num_cells)[: g.num_cells]
-        g.cell_offsets.from_numpy(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+        self.grid.cell_offsets.from_numpy(_cell_offsets(keys, self.grid.num_cells))
         self._index(keys, origin)
 
     def _index(self, keys: np.ndarray, origin: np.ndarray) -> None:
@@ -212,8 +205,7 @@ class DistributedSimulation(Simulation):
             self._take_share(self._download(), keys, drop=True)
             self._holds_all = False
         else:
-            self._migrate(keys)
-        p.removed.fill(0)
+            self._migrate(keys)  # both leave every flag cleared
         self.moved = 0.0
         self.sorts += 1
         self._sorted_this_step = True
@@ -237,14 +229,12 @@ class DistributedSimulation(Simulation):
                 self._set_slabs(balanced)
                 self.rebalances += 1
         owner = self.slabs.owner(columns)
-        leaving = np.nonzero(owner != rank)[0]
-        rows = self._staging.take(kept[leaving])
+        leaving = kept[owner != rank]
+        to, leaving_keys = owner[owner != rank], keys[leaving]
+        rows = self._staging.take(leaving)
         arrived = world.alltoall(
             [
-                (
-                    {k: v[owner[leaving] == q] for k, v in rows.items()},
-                    keys[kept[leaving]][owner[leaving] == q],
-                )
+                ({k: v[to == q] for k, v in rows.items()}, leaving_keys[to == q])
                 for q in range(world.size)
             ]  # fmt: skip
         )
@@ -356,16 +346,7 @@ class DistributedSimulation(Simulation):
         offsets of the last sort; elsewhere only the scalars."""
         p, world = self.particles, self.world
         dropped = world.sum(self._dropped)
-        scalars = {
-            "steps": np.int64(self.steps),
-            "sorts": np.int64(self.sorts),
-            "time": np.float64(self.time),
-            "dt": np.float64(self.dt),
-            "moved": np.float64(self.moved),
-            "flagged": np.int64(self.flagged),
-            "until": np.float64(np.nan if self._until is None else self._until),
-            "remaining": np.float64(self._remaining),
-        }
+        scalars = self._clock_state()
         if self._holds_all:  # before the first sort: every process holds it all already
             state = super().state() if world.is_root else {}
             return state | scalars if world.is_root else scalars | {"count": np.int64(0)}
@@ -380,13 +361,8 @@ class DistributedSimulation(Simulation):
         state: dict[str, np.ndarray] = {}
         for name in rows:
             values = np.concatenate([part[0][name] for part in parts])[order]
-            array = getattr(p, name)
-            full = np.zeros(array.shape + tuple(array.element_shape), dtype=values.dtype)
-            full[: len(values)] = values
-            state[f"particles.{name}"] = full
-        g = self.grid
-        counts = np.bincount(keys, minlength=g.num_cells)[: g.num_cells]
-        state["grid.cell_offsets"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+            state[f"particles.{name}"] = _whole(values, getattr(p, name))
+        state["grid.cell_offsets"] = _cell_offsets(keys, self.grid.num_cells)
         state["grid.dropped"] = dropped.astype(np.int32)
         state["count"] = np.int64(len(keys))
         self.gather_s += wallclock.perf_counter() - started
@@ -437,3 +413,16 @@ class DistributedSimulation(Simulation):
             "ghosts": int(ghosts),
             "halo_rows_sent": int(sent),
         }
+
+
+def _whole(values: np.ndarray, array: ti.Ndarray) -> np.ndarray:
+    """`values` as the first rows of a host copy of the whole `array` (zeros after them)."""
+    full = np.zeros(array.shape + tuple(array.element_shape), dtype=values.dtype)
+    full[: len(values)] = values
+    return full
+
+
+def _cell_offsets(keys: np.ndarray, num_cells: int) -> np.ndarray:
+    """The cell grid's offsets of particles in cells `keys` (the sort's `cell_offsets`)."""
+    counts = np.bincount(keys, minlength=num_cells)[:num_cells]
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
