@@ -15,7 +15,7 @@ them from the exchanged current values, so they are the owner's too.
 import numpy as np
 import taichi as ti
 
-from solver.parallel.gather import gather, scatter
+from solver.parallel.gather import gather, scatter, whole
 
 COLUMNS = 9
 """Floats a packed row holds: position (3), velocity (3), density, pressure, removal flag."""
@@ -135,7 +135,7 @@ class HaloExchange:
               self._n_send, send)  # fmt: skip
         received = self._swap(send.to_numpy()[: self._n_send], COLUMNS)
         recv = self._recv_rows.fit(self._n_recv)
-        recv.from_numpy(self._padded(received, recv.shape[0], COLUMNS))
+        recv.from_numpy(whole(received, recv))
         _unpack(recv, self._recv_index, self._n_recv, p.position, p.velocity, p.density,
                 p.pressure, p.removed)  # fmt: skip
         if self.stress_components:
@@ -144,15 +144,10 @@ class HaloExchange:
             gather(p.tau, send, self._send_index, self._n_send)
             received = self._swap(send.to_numpy()[: self._n_send], c)
             recv = self._recv_stress.fit(self._n_recv)
-            recv.from_numpy(self._padded(received, recv.shape[0], c))
+            recv.from_numpy(whole(received, recv))
             scatter(recv, p.tau, self._recv_index, self._n_recv)
         self.rows_sent += self._n_send
         self.seconds += time.perf_counter() - started
-
-    def _padded(self, rows: np.ndarray, size: int, components: int) -> np.ndarray:
-        full = np.zeros((size, components), dtype=self.real)
-        full[: len(rows)] = rows
-        return full
 
     def _swap(self, outgoing: np.ndarray, components: int) -> np.ndarray:
         """Send each peer its block of `outgoing` and receive each peer's block for us."""

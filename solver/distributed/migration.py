@@ -13,7 +13,7 @@ new order) instead of the whole state.
 import numpy as np
 import taichi as ti
 
-from solver.parallel.gather import gather, scatter
+from solver.parallel.gather import gather, scatter, whole
 from solver.particles import STATE, ParticleArrays
 
 
@@ -75,7 +75,5 @@ class RowStaging:
         index = self._indices(np.arange(start, start + n))
         for name, values in rows.items():
             buffer = self._buffer(name, n)
-            full = np.zeros(buffer.shape + tuple(buffer.element_shape), dtype=values.dtype)
-            full[:n] = values
-            buffer.from_numpy(full)
+            buffer.from_numpy(whole(values, buffer))
             scatter(buffer, getattr(self._particles, name), index, n)

@@ -35,6 +35,7 @@ from solver.distributed.step_phases import build_step_phases
 from solver.distributed.world import World
 from solver.integrate import REMOVED_DENSITY, REMOVED_OUTSIDE
 from solver.neighbors import DROP_REASONS, cell_keys
+from solver.parallel.gather import whole
 from solver.physics.sps import STRESS_COMPONENTS
 from solver.scene import Scene
 from solver.simulation import Simulation
@@ -138,7 +139,7 @@ class DistributedSimulation(Simulation):
         n = len(keys)
         for name, values in rows.items():
             array = getattr(p, name)
-            array.from_numpy(_whole(values, array))
+            array.from_numpy(whole(values, array))
         p.count = n
         self.grid.cell_offsets.from_numpy(_cell_offsets(keys, self.grid.num_cells))
         self._index(keys, origin)
@@ -361,7 +362,7 @@ class DistributedSimulation(Simulation):
         state: dict[str, np.ndarray] = {}
         for name in rows:
             values = np.concatenate([part[0][name] for part in parts])[order]
-            state[f"particles.{name}"] = _whole(values, getattr(p, name))
+            state[f"particles.{name}"] = whole(values, getattr(p, name))
         state["grid.cell_offsets"] = _cell_offsets(keys, self.grid.num_cells)
         state["grid.dropped"] = dropped.astype(np.int32)
         state["count"] = np.int64(len(keys))
@@ -413,13 +414,6 @@ class DistributedSimulation(Simulation):
             "ghosts": int(ghosts),
             "halo_rows_sent": int(sent),
         }
-
-
-def _whole(values: np.ndarray, array: ti.Ndarray) -> np.ndarray:
-    """`values` as the first rows of a host copy of the whole `array` (zeros after them)."""
-    full = np.zeros(array.shape + tuple(array.element_shape), dtype=values.dtype)
-    full[: len(values)] = values
-    return full
 
 
 def _cell_offsets(keys: np.ndarray, num_cells: int) -> np.ndarray:

@@ -1,7 +1,17 @@
 """Move rows by an index list: gather (dst[i] = src[order[i]], a reorder by a permutation) and
-scatter (dst[index[i]] = src[i]), for i < n."""
+scatter (dst[index[i]] = src[i]), for i < n; and `whole`, the host array that fills the first
+rows of a device array in one copy."""
 
+import numpy as np
 import taichi as ti
+
+
+def whole(values: np.ndarray, array: ti.Ndarray) -> np.ndarray:
+    """`values` as the first rows of a host copy of all of `array` (zeros after them): what
+    `array.from_numpy` takes to fill only those rows' worth of data."""
+    full = np.zeros(array.shape + tuple(array.element_shape), dtype=values.dtype)
+    full[: len(values)] = values
+    return full
 
 
 @ti.kernel
