@@ -16,6 +16,7 @@ from solver.cli import main as dambreak
 from solver.config import load_config
 from solver.validation.run_folder import write_run_folder
 from solver.validation.spheric_metrics import (
+    first_impact,
     height_metrics,
     paired_window_means,
     pressure_metrics,
@@ -99,12 +100,48 @@ def test_pressure_peak_time_level_and_minimum_of_window_means() -> None:
     assert r["level_sim"] == pytest.approx(400.0) and r["level_exp"] == pytest.approx(500.0)
     assert r["level_ratio"] == pytest.approx(0.8)
     assert r["min_sim"] == pytest.approx(-300.0) and r["min_exp"] == pytest.approx(0.0, abs=1e-9)
+    # First impacts: the first samples at or above 1 kPa (exp: 0.5045 s, the pulse above a
+    # fifth of its height; sim: 0.5435 s, above a sixth); the impulse of a Gaussian
+    # A exp(-((t - c) / s)^2) from a on (100 ms is practically infinity) is
+    # A s sqrt(pi) / 2 erfc((a - c) / s).
+    assert r["arrival_exp"] == pytest.approx(0.5045) and r["arrival_sim"] == pytest.approx(0.5435)
+    assert r["arrival_difference"] == pytest.approx(0.039)
+
+    def tail(height: float, start: float, centre: float) -> float:
+        return height * 0.005 * math.sqrt(math.pi) / 2 * math.erfc((start - centre) / 0.005)
+
+    assert r["impulse_exp"] == pytest.approx(tail(5000.0, 0.5045, 0.51), rel=2e-3)
+    assert r["impulse_sim"] == pytest.approx(tail(6000.0, 0.5435, 0.55), rel=2e-3)
+    assert r["impulse_ratio"] == pytest.approx(r["impulse_sim"] / r["impulse_exp"])
+
+
+def test_first_impact_integrates_pressure_from_the_arrival() -> None:
+    """The arrival is the first sample at or above 1 kPa; the impulse integrates 100 ms from it
+    by the trapezoidal rule, exactly for a linear series, with the end value interpolated
+    between unevenly spaced samples."""
+    t = np.arange(1001) * 1e-3  # 0 to 1 s
+    arrival, impulse = first_impact(t, 1e4 * t + 5.0)  # reaches 1 kPa at 0.0995 s: sample 0.1
+    assert arrival == pytest.approx(0.1)
+    assert impulse == pytest.approx(1e4 * (0.2**2 - 0.1**2) / 2 + 5.0 * 0.1, rel=1e-12)
+    box = np.where((t >= 0.3 - 1e-12) & (t < 0.35 - 1e-12), 3000.0, 0.0)  # 0.300 to 0.349 s
+    assert first_impact(t, box) == pytest.approx((0.3, 3000.0 * 0.049 + 1500.0 * 0.001))
+    uneven = np.array([0.0, 0.05, 0.12, 0.3])
+    assert first_impact(uneven, np.array([0.0, 2000.0, 2000.0, 2000.0])) == pytest.approx(
+        (0.05, 200.0)
+    )
+    assert first_impact(t, np.full(t.size, 999.0)) == (None, None)  # never reached
+    arrival, impulse = first_impact(t, np.where(t >= 0.95, 2000.0, 0.0))  # too close to the end
+    assert arrival == pytest.approx(0.95) and impulse is None
+    with_nan = 1e4 * t + 5.0
+    with_nan[100] = np.nan  # a missing sample is skipped: the arrival moves to 0.101 s
+    assert first_impact(t, with_nan)[0] == pytest.approx(0.101)
 
 
 def test_series_that_do_not_overlap_give_no_numbers() -> None:
     result = pressure_metrics(np.array([0.0, 1.0]), np.ones(2), np.array([2.0, 3.0]), np.ones(2))
     assert result["windows"] == 0 and result["span_s"] is None
     assert result["rms"] is None and result["peak_ratio"] is None and result["level_ratio"] is None
+    assert result["impulse_sim"] is None and result["impulse_ratio"] is None
 
 
 # ------------------------------------------------------------------------------ one run
@@ -215,6 +252,21 @@ def test_convergence_differences_shrink_for_converging_runs(
     assert "| #3 | " in text and "removed: density_out_of_band" in text
     assert "| H1 | m | 50 | 0.02 | 0.01 | 0.5 | yes |" in text
     assert report["yardstick"] == {}
+    impulses = report["impulses"]
+    assert list(impulses) == PRESSURES
+    for name, entry in impulses.items():
+        expected = [
+            first_impact(T_MS, limit(name, T_MS) + 1000.0 * dp) for dp in (0.04, 0.02, 0.01)
+        ]
+        assert [r["label"] for r in entry["runs"]] == ["#1", "#2", "#3"]
+        assert [(r["arrival"], r["impulse"]) for r in entry["runs"]] == pytest.approx(expected)
+        impulse = [i for _, i in expected]
+        steps = [abs(impulse[1] - impulse[0]), abs(impulse[2] - impulse[1])]
+        assert entry["differences"] == pytest.approx(steps)
+        assert entry["shrinking"] is (steps[1] < steps[0])
+    # P1's pulse (1000 Pa high, on 300 + 1000 dp) reaches 1 kPa later the finer the run.
+    assert impulses["P1"]["runs"][0]["arrival"] < impulses["P1"]["runs"][2]["arrival"]
+    assert "## First impact: pressure impulse" in text
 
 
 def test_convergence_with_experiment_gives_each_runs_yardstick(

@@ -9,6 +9,9 @@ DIR) gives:
 - for every series, the RMS of the difference between the window means of successive runs
   (`spheric_metrics.window_rms_difference`: 50 ms for heights, 20 ms for pressures, over the
   span both cover), and whether it shrinks from pair to pair;
+- for every pressure series, the impulse of its first impact in each run
+  (`spheric_metrics.first_impact`) and the differences between successive runs: the impulse is
+  what converges at an impact, where the 20 ms peak follows the acoustic ringing;
 - with --experiment FILE, the yardstick of `spheric_metrics` for every run side by side.
 
 Everything is checked before anything is written: a folder that is not a run or has no SPHERIC
@@ -36,9 +39,20 @@ from solver.validation.spheric import (
     yardstick_tables,
     yardsticks,
 )
-from solver.validation.spheric_metrics import window_rms_difference
+from solver.validation.spheric_metrics import (
+    ARRIVAL_PA,
+    IMPULSE_SPAN_S,
+    first_impact,
+    window_rms_difference,
+)
 
-__all__ = ["open_runs", "run_rows", "successive_differences", "validate_convergence"]
+__all__ = [
+    "impulse_convergence",
+    "open_runs",
+    "run_rows",
+    "successive_differences",
+    "validate_convergence",
+]
 
 
 def open_runs(paths: Sequence[Path]) -> list[SphericRun]:
@@ -146,16 +160,50 @@ def successive_differences(runs: Sequence[SphericRun]) -> dict[str, dict[str, An
                 name, coarse.t, coarse.series[name], fine.t, fine.series[name]
             )
             pairs.append({"coarse": labels[k], "fine": labels[k + 1]} | difference)
-        rms = [pair["rms"] for pair in pairs]
-        defined = all(value is not None for value in rms)
-        ratios = [
-            b / a if defined and a > 0.0 else None for a, b in zip(rms, rms[1:], strict=False)
+        ratios, shrinking = _shrinking([pair["rms"] for pair in pairs])
+        result[name] = {"pairs": pairs, "ratios": ratios, "shrinking": shrinking}
+    return result
+
+
+def _shrinking(values: Sequence[float | None]) -> tuple[list[float | None], bool | None]:
+    """Ratios of successive values and whether each is smaller than the one before (None with
+    fewer than two values or one undefined)."""
+    if any(value is None for value in values):
+        return [None] * max(len(values) - 1, 0), None
+    defined = [float(value) for value in values if value is not None]
+    ratios: list[float | None] = [
+        b / a if a > 0.0 else None for a, b in zip(defined, defined[1:], strict=False)
+    ]
+    if len(defined) < 2:
+        return ratios, None
+    return ratios, all(b < a for a, b in zip(defined, defined[1:], strict=False))
+
+
+def impulse_convergence(runs: Sequence[SphericRun]) -> dict[str, dict[str, Any]]:
+    """For every pressure series, the first impact of each run (`runs`: label, arrival [s],
+    impulse [Pa s]), the absolute differences of the impulse between successive runs
+    (`differences`), their ratios and whether they shrink (`shrinking`, as in
+    `successive_differences`)."""
+    labels = _labels(runs)
+    result = {}
+    for name in runs[0].series:
+        if not name.startswith("P"):
+            continue
+        impacts = [first_impact(data.t, data.series[name]) for data in runs]
+        impulses = [impulse for _, impulse in impacts]
+        differences = [
+            abs(b - a) if a is not None and b is not None else None
+            for a, b in zip(impulses, impulses[1:], strict=False)
         ]
-        shrinking = all(b < a for a, b in zip(rms, rms[1:], strict=False)) if defined else None
+        ratios, shrinking = _shrinking(differences)
         result[name] = {
-            "pairs": pairs,
+            "runs": [
+                {"label": label, "arrival": arrival, "impulse": impulse}
+                for label, (arrival, impulse) in zip(labels, impacts, strict=True)
+            ],
+            "differences": differences,
             "ratios": ratios,
-            "shrinking": shrinking if len(pairs) > 1 else None,
+            "shrinking": shrinking,
         }
     return result
 
@@ -217,6 +265,38 @@ def validate_convergence(
             difference_rows,
         ),
     ]
+    impulses = impulse_convergence(runs)
+    if impulses:
+        lines += [
+            "",
+            "## First impact: pressure impulse",
+            "",
+            f"Impulse of each sensor's first impact: the time integral of pressure over "
+            f"{IMPULSE_SPAN_S * 1000:g} ms from its first sample at or above {ARRIVAL_PA:g} Pa "
+            "(Peregrine 2003: the peak of an impact is not repeatable, its impulse is; in weakly "
+            "compressible SPH the peak rings at the artificial sound speed). '-': the sensor is "
+            "never reached, or the run ends before the span does.",
+            "",
+            markdown_table(
+                ["series"]
+                + [f"arrival {label} [s]" for label in labels]
+                + [f"impulse {label} [Pa s]" for label in labels]
+                + [f"|difference| {p} [Pa s]" for p in pair_names]
+                + (["ratios", "shrinks"] if len(runs) > 2 else []),
+                [
+                    [name]
+                    + [r["arrival"] for r in entry["runs"]]
+                    + [r["impulse"] for r in entry["runs"]]
+                    + entry["differences"]
+                    + (
+                        [", ".join(fmt(r, 3) for r in entry["ratios"]), entry["shrinking"]]
+                        if len(runs) > 2
+                        else []
+                    )
+                    for name, entry in impulses.items()
+                ],
+            ),
+        ]
     by_run: list[tuple[str, dict[str, dict[str, Any]]]] = []
     if experiment is not None:
         by_run = [
@@ -240,6 +320,7 @@ def validate_convergence(
             "experiment": str(experiment_file) if experiment_file else None,
             "series": list(runs[0].series),
             "successive_differences": differences,
+            "impulses": impulses,
             "yardstick": dict(by_run),
             "notes": notes,
             "figures": [f.name for f in figures],
@@ -252,5 +333,8 @@ def validate_convergence(
     for name, entry in differences.items():
         values = "  ".join(fmt(pair["rms"], 3) for pair in entry["pairs"])
         print(f"  {name:<7} RMS of successive differences: {values}")
+    for name, entry in impulses.items():
+        values = "  ".join(fmt(r["impulse"], 4) for r in entry["runs"])
+        print(f"  {name:<7} first-impact impulse [Pa s]: {values}")
     for note in notes:
         print(f"  note: {note}")

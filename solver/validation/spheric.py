@@ -32,8 +32,10 @@ from solver.validation.experiments import ValidationError
 from solver.validation.plots import fmt, markdown_table, write_json, write_report_md
 from solver.validation.run_folder import RunFolder
 from solver.validation.spheric_metrics import (
+    ARRIVAL_PA,
     EARLY_END_S,
     HEIGHT_WINDOW_S,
+    IMPULSE_SPAN_S,
     LEVEL_SPAN_S,
     PRESSURE_WINDOW_S,
     yardstick,
@@ -299,6 +301,10 @@ _PRESSURE_COLUMNS: tuple[tuple[str, str], ...] = (
     (f"{_LEVEL} sim/exp", "level_ratio"),
     ("min sim [Pa]", "min_sim"),
     ("min exp [Pa]", "min_exp"),
+    ("arrival sim - exp [s]", "arrival_difference"),
+    ("impulse sim [Pa s]", "impulse_sim"),
+    ("impulse exp [Pa s]", "impulse_exp"),
+    ("impulse sim/exp", "impulse_ratio"),
 )
 """(column header, key in the metrics; "a.b" is key b of entry a) of the yardstick tables."""
 
@@ -352,7 +358,10 @@ YARDSTICK_TEXT = (
     "of each series' window means and its time (the window's centre), their ratio sim/exp and "
     f"time difference, the mean of the window means within {LEVEL_SPAN_S[0]:g} to "
     f"{LEVEL_SPAN_S[1]:g} s and their ratio, and the smallest window mean (a negative one is "
-    "the tension artefact of weakly compressible SPH at impacts). A variant H<k>_<suffix> is "
+    "the tension artefact of weakly compressible SPH at impacts); the impulse of the first "
+    f"impact, the time integral of pressure over {IMPULSE_SPAN_S * 1000:g} ms from the first "
+    f"sample at or above {ARRIVAL_PA:g} Pa, of each and their ratio (the peak of an impact is "
+    "not repeatable, its impulse is: Peregrine 2003). A variant H<k>_<suffix> is "
     "compared with the measured H<k>."
 )
 """How the yardstick is taken, for the reports."""
@@ -522,7 +531,8 @@ def validate_spheric(run: RunFolder, out_dir: Path, experiment_file: Path | None
             print(
                 f"  {name:<7} RMS {fmt(r['rms'], 3):>8} Pa  peak sim/exp {fmt(r['peak_ratio'], 3)}"
                 f" (dt {fmt(r['peak_time_difference'], 3)} s), {_LEVEL} sim/exp "
-                f"{fmt(r['level_ratio'], 3)}, min sim {fmt(r['min_sim'], 3)} Pa"
+                f"{fmt(r['level_ratio'], 3)}, min sim {fmt(r['min_sim'], 3)} Pa, "
+                f"impulse sim/exp {fmt(r['impulse_ratio'], 3)}"
             )
     for note in notes:
         print(f"  note: {note}")

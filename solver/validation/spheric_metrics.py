@@ -14,7 +14,18 @@ the whole common span and over the windows within the first 2 s.
 Pressures (`pressure_metrics`): RMS of the difference; the peak of each series' window means
 and its time, with the ratio a / b of the peaks and the time difference a - b; the mean of the
 window means within 1 to 3 s of each and their ratio; the minimum window mean of each (a
-negative one is the tension artefact of weakly compressible SPH at impacts).
+negative one is the tension artefact of weakly compressible SPH at impacts); and the impulse of
+the first impact (`first_impact`): the time integral of pressure over 100 ms from the first
+sample at or above 1 kPa, with its ratio a / b and the arrival-time difference a - b.
+
+Why the impulse: the peak of an impact pressure is the least repeatable quantity of a wave
+impact, in experiments and in models, while its time integral, the pressure impulse, is set by
+the momentum the water brings and is repeatable (Bagnold 1939, "Interim report on wave-pressure
+research", J. Inst. Civil Eng. 12; Peregrine 2003, "Water-wave impact on walls", Annu. Rev.
+Fluid Mech. 35, 23-43). In weakly compressible SPH the impact rings at the artificial sound
+speed with an amplitude rho0 c0 v, so a 20 ms window mean of the peak depends on c0 and on where
+the ringing falls in the window; the impulse depends on them much less, and converges with dp
+where the peak does not (validation/README.md, section 3).
 
 `a` is the simulation and `b` the measurement in a validation; in a convergence study `a` is
 the coarser run and `b` the next finer one (`window_rms_difference`).
@@ -28,12 +39,15 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "ARRIVAL_PA",
     "EARLY_END_S",
     "HEIGHT_WINDOW_S",
+    "IMPULSE_SPAN_S",
     "LEVEL_SPAN_S",
     "PRESSURE_WINDOW_S",
     "WindowPairs",
     "height_metrics",
+    "first_impact",
     "paired_window_means",
     "pressure_metrics",
     "window_means",
@@ -50,6 +64,11 @@ PRESSURE_WINDOW_S = 0.02
 EARLY_END_S = 2.0
 #: Pressure level: the mean of the window means within this span [s].
 LEVEL_SPAN_S = (1.0, 3.0)
+
+#: A pressure sensor is reached by the water at its first sample at or above this [Pa].
+ARRIVAL_PA = 1000.0
+#: The first impact's impulse integrates pressure over this span from the arrival [s].
+IMPULSE_SPAN_S = 0.1
 
 #: Tolerance on window edges, as a fraction of the width (samples at 0.15 s are in [0.15, 0.2)).
 _EDGE_TOLERANCE = 1e-9
@@ -178,13 +197,50 @@ def _extreme(times: np.ndarray, values: np.ndarray, pick: Any) -> tuple[float | 
     return float(values[k]), float(times[k])
 
 
+def first_impact(t: np.ndarray, p: np.ndarray) -> tuple[float | None, float | None]:
+    """(arrival time [s], impulse [Pa s]) of a pressure series' first impact (module doc).
+
+    The arrival is the first finite sample at or above ARRIVAL_PA; the impulse is the
+    trapezoidal integral of p over [arrival, arrival + IMPULSE_SPAN_S], the end value
+    interpolated between samples. (None, None) when the series never reaches ARRIVAL_PA; the
+    impulse is None when the series ends before the span does.
+    """
+    t = np.asarray(t, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    good = np.isfinite(t) & np.isfinite(p)
+    t, p = t[good], p[good]
+    reached = np.flatnonzero(p >= ARRIVAL_PA)
+    if not reached.size:
+        return None, None
+    first = int(reached[0])
+    arrival = float(t[first])
+    end = arrival + IMPULSE_SPAN_S
+    if t[-1] < end:
+        return arrival, None
+    inside = (t >= arrival) & (t < end)
+    times = np.append(t[inside], end)
+    values = np.append(p[inside], np.interp(end, t, p))
+    steps = np.diff(times)
+    return arrival, float(np.sum(0.5 * (values[1:] + values[:-1]) * steps))
+
+
 def pressure_metrics(
     t_sim: np.ndarray, y_sim: np.ndarray, t_exp: np.ndarray, y_exp: np.ndarray
 ) -> dict[str, Any]:
     """Pressure yardstick [Pa] of the 20 ms window means (module doc): RMS of the difference,
     peaks and their times, their ratio sim/exp and time difference sim - exp, mean levels
-    within 1 to 3 s and their ratio, and the minimum of each."""
+    within 1 to 3 s and their ratio, the minimum of each, and the first impact's arrival and
+    impulse (`first_impact`, over the common span) of each with their difference and ratio."""
     pairs = paired_window_means(t_sim, y_sim, t_exp, y_exp, PRESSURE_WINDOW_S)
+    arrival_sim = impulse_sim = arrival_exp = impulse_exp = None
+    if pairs.span is not None:
+        start, end = pairs.span
+        t_sim, y_sim = np.asarray(t_sim, np.float64), np.asarray(y_sim, np.float64)
+        t_exp, y_exp = np.asarray(t_exp, np.float64), np.asarray(y_exp, np.float64)
+        cut_sim = (t_sim >= start) & (t_sim <= end)
+        cut_exp = (t_exp >= start) & (t_exp <= end)
+        arrival_sim, impulse_sim = first_impact(t_sim[cut_sim], y_sim[cut_sim])
+        arrival_exp, impulse_exp = first_impact(t_exp[cut_exp], y_exp[cut_exp])
     times = pairs.times
     peak_sim, peak_sim_time = _extreme(times, pairs.a, np.argmax)
     peak_exp, peak_exp_time = _extreme(times, pairs.b, np.argmax)
@@ -207,6 +263,16 @@ def pressure_metrics(
         "level_ratio": _ratio(level_sim, level_exp),
         "min_sim": _extreme(times, pairs.a, np.argmin)[0],
         "min_exp": _extreme(times, pairs.b, np.argmin)[0],
+        "arrival_sim": arrival_sim,
+        "arrival_exp": arrival_exp,
+        "arrival_difference": (
+            arrival_sim - arrival_exp
+            if arrival_sim is not None and arrival_exp is not None
+            else None
+        ),
+        "impulse_sim": impulse_sim,
+        "impulse_exp": impulse_exp,
+        "impulse_ratio": _ratio(impulse_sim, impulse_exp),
     }
 
 
