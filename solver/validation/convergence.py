@@ -281,7 +281,7 @@ def validate_convergence(
                 ["series"]
                 + [f"arrival {label} [s]" for label in labels]
                 + [f"impulse {label} [Pa s]" for label in labels]
-                + [f"|difference| {p} [Pa s]" for p in pair_names]
+                + [f"difference {p}, absolute [Pa s]" for p in pair_names]
                 + (["ratios", "shrinks"] if len(runs) > 2 else []),
                 [
                     [name]
