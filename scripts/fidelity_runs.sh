@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The runs behind validation/README.md (sections 2 to 4: boundaries, SPHERIC test 2, column
 # collapse, seed case), on the GPU machine; vtk need not be installed there:
-#   bash scripts/fidelity_runs.sh [OUT_DIR]
+#   bash scripts/fidelity_runs.sh [OUT_DIR]    (after `source scripts/device_env.sh` there)
 # The SPHERIC dp = 0.04 run of the convergence study ran on the 2-core CPU instead (last lines).
 set -u
 out=${1:-outputs/fidelity}

@@ -2,6 +2,7 @@
 # The MPI runs still to make on GPUs (docs/scaling.md, issues 13 and 14); none has run yet.
 #   bash scripts/scaling_runs.sh one-gpu  [OUT_DIR]   # nvidia-h200: 2 processes sharing a GPU
 #   bash scripts/scaling_runs.sh two-gpus [OUT_DIR]   # nvidia-h200-x2: 1 against 2 GPUs
+# On the GPU machine, carry .whl and `source scripts/device_env.sh` first (its header says how).
 # Each run writes summary.json (particle-steps/s, decomposition, exchange_share); npz
 # snapshots, since vtk cannot be carried to the GPU machines. Sizes are of the seed scene.
 set -eu
