@@ -11,7 +11,8 @@ DIR) gives:
   span both cover), and whether it shrinks from pair to pair;
 - for every pressure series, the impulse of its first impact in each run
   (`spheric_metrics.first_impact`) and the differences between successive runs: the impulse is
-  what converges at an impact, where the 20 ms peak follows the acoustic ringing;
+  the quantity of an impact that should converge (Peregrine 2003), where the 20 ms peak follows
+  the acoustic ringing;
 - with --experiment FILE, the yardstick of `spheric_metrics` for every run side by side.
 
 Everything is checked before anything is written: a folder that is not a run or has no SPHERIC
@@ -274,8 +275,8 @@ def validate_convergence(
             f"Impulse of each sensor's first impact: the time integral of pressure over "
             f"{IMPULSE_SPAN_S * 1000:g} ms from its first sample at or above {ARRIVAL_PA:g} Pa "
             "(Peregrine 2003: the peak of an impact is not repeatable, its impulse is; in weakly "
-            "compressible SPH the peak rings at the artificial sound speed). '-': the sensor is "
-            "never reached, or the run ends before the span does.",
+            "compressible SPH the peak also rings at the artificial sound speed). '-': the sensor "
+            "is never reached, or the run ends before the span does.",
             "",
             markdown_table(
                 ["series"]

@@ -24,8 +24,8 @@ the momentum the water brings and is repeatable (Bagnold 1939, "Interim report o
 research", J. Inst. Civil Eng. 12; Peregrine 2003, "Water-wave impact on walls", Annu. Rev.
 Fluid Mech. 35, 23-43). In weakly compressible SPH the impact rings at the artificial sound
 speed with an amplitude rho0 c0 v, so a 20 ms window mean of the peak depends on c0 and on where
-the ringing falls in the window; the impulse depends on them much less, and converges with dp
-where the peak does not (validation/README.md, section 3).
+the ringing falls in the window; the impulse depends on them much less (on P1 of SPHERIC test
+2 it converges with dp where the peak does not: validation/README.md, section 3).
 
 `a` is the simulation and `b` the measurement in a validation; in a convergence study `a` is
 the coarser run and `b` the next finer one (`window_rms_difference`).
@@ -46,8 +46,8 @@ __all__ = [
     "LEVEL_SPAN_S",
     "PRESSURE_WINDOW_S",
     "WindowPairs",
-    "height_metrics",
     "first_impact",
+    "height_metrics",
     "paired_window_means",
     "pressure_metrics",
     "window_means",
