@@ -99,9 +99,13 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
             span = row_span(x_g, search_radius, cy, cz, lo, inv_cell, dims, cell_offsets)
             for j in range(span[0], span[1]):
+                # Most candidates of a wall's ghost node are wall particles: test the kind
+                # before loading the position (Taichi's `and` evaluates both sides).
+                if kind[j] != FLUID:
+                    continue
                 r = x_g - position[j]
                 r2 = r.norm_sqr()
-                if r2 < support2 and kind[j] == FLUID and removed[j] == 0:
+                if r2 < support2 and removed[j] == 0:
                     distance = ti.sqrt(r2)
                     w = kernel_w(distance, h)
                     grad = r * (kernel_f(distance, h) * h)  # h grad_g W_gj
