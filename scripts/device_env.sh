@@ -4,9 +4,10 @@
 # may carry):
 #   bash scripts/device_env.sh wheels      # here, once: download them, taichi without its C API
 #   source scripts/device_env.sh           # there, at the start of every call carrying .whl
-# Installing is skipped where a warm machine has the packages already: a second pip install
-# over the first on a warm machine hung a call for its whole 10 minutes (2026-12-02). Every
-# step has a time limit. `python` runs the image's python3 through a script, not a link: a
+# Installing is skipped where a warm machine has the packages already: two calls that
+# installed them again over the first call's hung for their whole time limit (2026-12-02; the
+# cause was not found, the same install on a fresh machine took 5 s). Every step has a time
+# limit. Not yet seen there: mpi4py finding MPICH's library through LD_LIBRARY_PATH. `python` runs the image's python3 through a script, not a link: a
 # link would leave the image's virtual environment (and its numpy) behind.
 if [ "${1:-}" = wheels ]; then
     set -eu
