@@ -323,7 +323,8 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("neighbors", "skin", "float", "-", None,
             "Extra search distance, as a fraction of the support 2H: particles are re-sorted "
             "into cells only when one may have moved farther than this since the last sort "
-            "(0: sort every step). Verlet only; symplectic sorts before each interaction.",
+            "(0: sort every step). The symplectic scheme also sorts before its mid-step "
+            "interaction when its half step may use up the skin.",
             lo=0.0, hi=1.0, auto="0 on the cpu backend, 0.1 on GPU backends"),
     KeySpec("output", "vtk", "bool", "-", True, "Write particles_NNNNN.vtp snapshots."),
     KeySpec("output", "npz", "bool", "-", False,

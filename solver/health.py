@@ -56,7 +56,7 @@ class HealthCheck:
             first = (
                 f"first: {self._describe(bad)}"
                 if bad.size
-                else "the symplectic scheme's mid-step sort has dropped them already"
+                else "the symplectic scheme's mid-step sort may have dropped them already"
             )
             raise NumericalFailureError(
                 f"non-finite values in {nonfinite} particle(s) {where}; {first}"

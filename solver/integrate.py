@@ -310,23 +310,25 @@ def build_integrator(cfg: Config) -> Integrator:
         clear_health(health)
         half = 0.5 * dt
         for i in range(n):
-            rho = density[i]
-            density_prev[i] = rho
-            rho_half = rho + half * density_rate[i]
-            flag = 0
-            if kind[i] == FLUID:
-                x = position[i]
-                v = velocity[i]
-                position_prev[i] = x
-                velocity_prev[i] = v
-                position[i] = x + half * v
-                velocity[i] = v + half * acceleration[i]
-                flag = removal_reason(x + half * v, rho_half)
-            else:
-                rho_half = boundary_density(rho_half, rho)
-            store_update(
-                i, rho_half, flag, position, velocity, density, pressure, removed, health, True
-            )
+            if removed[i] == 0:  # frozen while flagged, until a sort drops it
+                rho = density[i]
+                density_prev[i] = rho
+                rho_half = rho + half * density_rate[i]
+                flag = 0
+                if kind[i] == FLUID:
+                    x = position[i]
+                    v = velocity[i]
+                    position_prev[i] = x
+                    velocity_prev[i] = v
+                    position[i] = x + half * v
+                    velocity[i] = v + half * acceleration[i]
+                    flag = removal_reason(x + half * v, rho_half)
+                else:
+                    rho_half = boundary_density(rho_half, rho)
+                store_update(
+                    i, rho_half, flag, position, velocity, density, pressure, removed, health,
+                    True,
+                )  # fmt: skip
         return step_result(dt, maxima[slot], health)
 
     @ti.kernel
@@ -344,27 +346,31 @@ def build_integrator(cfg: Config) -> Integrator:
         removed: ti.types.ndarray(ndim=1),
         n: ti.i32,
         dt: float,
+        maxima: ti.types.ndarray(ndim=1),
+        slot: ti.i32,
         health: ti.types.ndarray(dtype=ti.i32, ndim=1),
     ) -> step_info:
         clear_health(health)
         for i in range(n):
-            eps = -density_rate[i] / density[i] * dt
-            rho_new = density_prev[i] * (2.0 - eps) / (2.0 + eps)
-            rho_now = density[i]
-            flag = 0
-            if kind[i] == FLUID:
-                v_old = velocity_prev[i]
-                v_new = v_old + dt * acceleration[i]
-                x_new = position_prev[i] + 0.5 * dt * (v_old + v_new)
-                velocity[i] = v_new
-                position[i] = x_new
-                flag = removal_reason(x_new, rho_new)
-            else:
-                rho_new = boundary_density(rho_new, rho_now)
-            store_update(
-                i, rho_new, flag, position, velocity, density, pressure, removed, health, True
-            )
-        return step_result(dt, ti.Vector([0.0, 0.0]), health)
+            if removed[i] == 0:  # frozen while flagged, until a sort drops it
+                eps = -density_rate[i] / density[i] * dt
+                rho_new = density_prev[i] * (2.0 - eps) / (2.0 + eps)
+                rho_now = density[i]
+                flag = 0
+                if kind[i] == FLUID:
+                    v_old = velocity_prev[i]
+                    v_new = v_old + dt * acceleration[i]
+                    x_new = position_prev[i] + 0.5 * dt * (v_old + v_new)
+                    velocity[i] = v_new
+                    position[i] = x_new
+                    flag = removal_reason(x_new, rho_new)
+                else:
+                    rho_new = boundary_density(rho_new, rho_now)
+                store_update(
+                    i, rho_new, flag, position, velocity, density, pressure, removed, health,
+                    True,
+                )  # fmt: skip
+        return step_result(dt, maxima[slot], health)
 
     return Integrator(
         verlet, predict, correct, verlet_particle, verlet_span, device_time_step, clear_health

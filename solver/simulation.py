@@ -158,15 +158,16 @@ class Simulation:
             "density_out_of_band": int(dropped[REMOVED_DENSITY] + pending[REMOVED_DENSITY]),
         }
 
-    def _sort_if_needed(self) -> None:
+    def _sort_if_needed(self, reach: float = 0.0) -> None:
         """Re-sort into cells (dropping flagged particles) once the skin may be used up.
 
         The interaction searches skin * 2H beyond the support around each particle's current
         position, over cells filled at the last sort, so it finds every neighbour as long as no
         particle has moved farther than that since (the Verlet-list argument of Verlet 1967,
-        applied to cells as in Dominguez et al. 2011).
+        applied to cells as in Dominguez et al. 2011). `reach` bounds how far particles moved
+        within the step so far (the symplectic predictor's half step).
         """
-        if self.moved <= self._skin_bound and not self.symplectic:
+        if self.moved + reach <= self._skin_bound:
             return
         self._sort()
 
@@ -174,8 +175,7 @@ class Simulation:
         """Sort into cells if the particles never were: the cell grid of a fresh simulation is
         empty until its first step sorts it, and kernels that search neighbours between steps
         (the device probes) need it. The first step then finds the cells fresh (moved = 0) and
-        does not sort again, except under the symplectic scheme, which sorts before every
-        interaction (a stable sort of sorted particles leaves them as they are)."""
+        does not sort again."""
         if self.sorts == 0:
             self._sort()
 
@@ -188,11 +188,12 @@ class Simulation:
         self.moved = 0.0
         self.sorts += 1
 
-    def _update_neighbours_and_forces(self) -> int:
-        """Sort by cell when needed, the boundary density (mDBC), then the interaction pass;
-        returns the slot of `self._maximum.out` holding the maxima of the time-step rule."""
+    def _update_neighbours_and_forces(self, reach: float = 0.0) -> int:
+        """Sort by cell when needed (`_sort_if_needed`), the boundary density (mDBC), then the
+        interaction pass; returns the slot of `self._maximum.out` holding the maxima of the
+        time-step rule."""
         with self.phase("neighbour sort"):
-            self._sort_if_needed()
+            self._sort_if_needed(reach)
         p = self.particles
         lo, inv_cell, dims, offsets = self.grid.kernel_args()
         if self._boundary is not None:
@@ -244,18 +245,27 @@ class Simulation:
 
     def _symplectic_step(self, slot: int, dt_limit: float):
         """Predictor, second interaction, corrector; returns (dt, max |a|, max |v|, non-finite,
-        flagged), the counts of both halves added."""
+        flagged), the counts of both halves added.
+
+        The step moves a particle by dt v^n + dt^2 a^{n+1/2} / 2 (the corrector), the
+        predictor by dt v^n / 2 before the second interaction, which sorts only if that may
+        use up the skin. max |a| is the larger of the two interactions', so the step's
+        `displacement_bound` covers the corrector's acceleration.
+        """
         p = self.particles
         with self.phase("integration"):
             taken = self._integrator.predict(
                 *self._symplectic_arrays(), p.count, self._maximum.out, slot, dt_limit,
                 self._health,
             ).to_numpy()  # fmt: skip
-        self._update_neighbours_and_forces()  # re-sorts: the arrays are swapped
+        half_step = 0.5 * float(taken[0]) * float(taken[2])
+        mid = self._update_neighbours_and_forces(half_step)  # a sort swaps the arrays
         with self.phase("integration"):
             corrected = self._integrator.correct(
-                *self._symplectic_arrays(), p.count, float(taken[0]), self._health
-            ).to_numpy()
+                *self._symplectic_arrays(), p.count, float(taken[0]), self._maximum.out, mid,
+                self._health,
+            ).to_numpy()  # fmt: skip
+        taken[1] = max(taken[1], corrected[1])
         taken[3:] += corrected[3:]  # both halves count non-finite and flagged particles
         return taken
 

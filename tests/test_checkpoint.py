@@ -473,8 +473,8 @@ def test_two_sigints_exit_130_with_valid_files(tmp_path: Path) -> None:
 @pytest.mark.parametrize("integrator", ["verlet", "symplectic"])
 def test_health_check_finds_a_nan_on_every_backend(on_backend: str, integrator: str) -> None:
     """A healthy step passes; a NaN density or an infinite velocity planted in one particle is
-    caught at the very next step, which the message names, on every backend (the integration
-    kernels' finiteness test works on the bits)."""
+    caught at the very next step, whose message names the particles unless a sort has dropped
+    them, on every backend (the integration kernels' finiteness test works on the bits)."""
     cfg = load_config(QUICK, [f"time.integrator={integrator}"])
     sim = Simulation(cfg)
     sim.step()
@@ -488,7 +488,10 @@ def test_health_check_finds_a_nan_on_every_backend(on_backend: str, integrator: 
     p.density.from_numpy(density)
     sim.step()
     assert sim.nonfinite >= 1
-    named = r"first: id \d+ at x = " if integrator == "verlet" else r"mid-step sort"
+    # Without a skin (the CPU's default) the symplectic scheme sorts before its mid-step
+    # interaction and drops the flagged particles; with one they wait for a later sort.
+    dropped = integrator == "symplectic" and sim.skin == 0.0
+    named = r"mid-step sort" if dropped else r"first: id \d+ at x = "
     with pytest.raises(NumericalFailureError, match=r"non-finite values in \d+ particle\(s\) "
                        r"at step 2, t = .* " + named):  # fmt: skip
         health.check()
