@@ -13,7 +13,7 @@ dp_for() {  # the seed scene's dp for about $1 particles
     python -c "
 from solver.bench import dp_for_particles
 from solver.config import load_config
-print(dp_for_particles(load_config('configs/dambreak.toml', []), $1))"
+print(dp_for_particles(load_config('configs/dambreak.toml', []), $1))" | tail -1  # after Taichi's banner
 }
 run() {  # processes, name, dp, end, extra...
     local k=$1 name=$2 dp=$3 end=$4

@@ -14,6 +14,7 @@ import numpy as np
 from solver.config import Config, load_config
 from solver.particle_kind import ParticleKind
 from solver.physics.eos import tait_pressure
+from solver.physics.mdbc import in_reach
 from solver.simulation import Simulation
 
 FLUID = int(ParticleKind.FLUID)
@@ -37,12 +38,12 @@ def still_tank() -> Config:
 
 
 def test_linear_density_field_is_continued_exactly(on_backend: str) -> None:
-    """With a linear density field in the fluid, every boundary particle whose ghost node lies
-    in the water (inside the fluid's bounding box, more than 2H below its top, so the fit sees
-    no free surface) gets the field's value at its own position, to float32 rounding: the
+    """With a linear density field in the fluid, every boundary particle within the fluid's
+    reach whose ghost node lies in the water (inside the fluid's bounding box, more than 2H
+    below its top, so the fit sees no free surface) gets the field's value at its own position, to float32 rounding: the
     first-order fit continues a linear field exactly, through faces, edges and corners alike.
     Every boundary particle gets a finite density of at least rho0, and the fluid's densities
-    are not touched."""
+    are not touched. Boundary particles deeper than 2H below the surface keep rho0."""
     cfg = still_tank()
     sim = Simulation(cfg)
     p = sim.particles
@@ -66,6 +67,7 @@ def test_linear_density_field_is_continued_exactly(on_backend: str) -> None:
     water_lo = fluid_points.min(axis=0)
     water_hi = fluid_points.max(axis=0) - np.array([0.0, 0.0, cfg.support_radius])
     deep = ~fluid & np.all((ghost_node >= water_lo) & (ghost_node <= water_hi), axis=1)
+    deep &= in_reach(ghost_node - position, cfg.support_radius)
     assert deep.sum() >= 1000, "the test needs boundary particles with a ghost node in water"
     expected = linear_field(position[deep])
     # Within 1e-5 of the value (float32 sums of about 100 terms); a zeroth-order (Shepard)
@@ -75,6 +77,13 @@ def test_linear_density_field_is_continued_exactly(on_backend: str) -> None:
     ).max()
     assert np.all(np.isfinite(result[~fluid])) and np.all(result[~fluid] >= cfg.physics.rho0)
     assert np.array_equal(result[fluid], density[:n][fluid].astype(np.float64))
+    # deeper than 2H below the surface (the walls' outer edges and corners): no fluid within
+    # the support, so the pass leaves them at rho0, though their ghost nodes lie in the water
+    beyond = ~fluid & ~in_reach(ghost_node - position, cfg.support_radius)
+    assert beyond.sum() >= 100
+    assert np.all(result[beyond] == np.float32(cfg.physics.rho0))
+    gap = np.linalg.norm(position[beyond][:, None, :] - fluid_points[None, :, :], axis=2)
+    assert np.all(gap.min(axis=1) > cfg.support_radius)
 
 
 def test_dry_wall_stays_at_rho0(on_cpu: str) -> None:

@@ -36,6 +36,7 @@ from solver.distributed.world import World
 from solver.integrate import REMOVED_DENSITY, REMOVED_OUTSIDE
 from solver.neighbors import DROP_REASONS, cell_keys
 from solver.parallel.gather import whole
+from solver.physics.mdbc import in_reach
 from solver.physics.sps import STRESS_COMPONENTS
 from solver.scene import Scene
 from solver.simulation import Simulation
@@ -74,8 +75,9 @@ class DistributedSimulation(Simulation):
             build_batch_control(cfg.time.dt_min, self._skin_bound),
         )
         ghost_reach = 0.0
-        if self._boundary is not None and len(self.scene.ghost):
-            ghost_reach = float(np.abs(self.scene.ghost[:, 0]).max())
+        computed = self.scene.ghost[in_reach(self.scene.ghost, cfg.support_radius)]
+        if self._boundary is not None and len(computed):
+            ghost_reach = float(np.abs(computed[:, 0]).max())
         reach = cfg.support_radius * (1.0 + self.skin)
         moved = self._skin_bound + STEP_REACH * cfg.smoothing_length
         self._halo_columns = halo_columns(

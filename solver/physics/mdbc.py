@@ -22,6 +22,12 @@ around the ghost node for a gradient, e.g. at the free surface) the paper falls 
 Shepard-normalised zeroth-order value rho_b = sum m_j W_gj / sum V_j W_gj; with no fluid
 neighbour at all the particle keeps rho0.
 
+A boundary particle deeper below the surface than the kernel support 2H (|g| / 2 > 2H: inside
+a solid obstacle, or deep in a wall's corner) can have no fluid within its support, so its
+density acts on nothing: the pass skips it and it keeps rho0 (`in_reach`). The ghost nodes of
+these particles lie far into the water (up to the obstacle's half-width): searching around them
+would only cost time, and under MPI would need ghost layers as wide as the obstacle.
+
 The result is clamped to rho0 from below: the wall is non-adhesive, it pushes water but never
 pulls it (the same unilateral treatment SPlisHSPlasH's WCSPH applies to every particle's
 density before its equation of state). This is our choice, not the paper's: DualSPHysics 5.x
@@ -37,6 +43,7 @@ determinant unchanged and keeps every entry of order one in float32.
 from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
 import taichi as ti
 
 from solver.config import Config
@@ -56,6 +63,12 @@ fit wherever the ghost node has a usable neighbourhood on more than one side (ou
 the paper's threshold, not tuned to any case)."""
 
 
+def in_reach(ghost: np.ndarray, support: float) -> np.ndarray:
+    """(N,) mask of the boundary particles the pass computes: those at most the kernel support
+    `support` (2H) below the surface, |g| <= 2 support (see the module)."""
+    return np.einsum("ij,ij->i", ghost, ghost) <= (2.0 * support) ** 2
+
+
 class BoundaryDensity(NamedTuple):
     """The mDBC pass as a kernel, and as the Taichi function of one particle (fused kernels
     run it before the interaction)."""
@@ -73,6 +86,7 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
     h = cfg.smoothing_length
     inv_h = 1.0 / h
     support2 = cfg.support_radius**2
+    reach2 = (2.0 * cfg.support_radius) ** 2  # |g|^2 of the deepest particle computed
     search_radius = cfg.support_radius * (1.0 + skin)
     mass = cfg.particle_mass
     rho0, b, gamma = cfg.physics.rho0, cfg.eos_b, cfg.physics.gamma
@@ -139,9 +153,12 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
     ):
         """Set density and pressure of particle i if it is a boundary particle."""
         if kind[i] != FLUID:
-            rho = ghost_density(
-                i, position, ghost, density, kind, removed, lo, inv_cell, dims, cell_offsets
-            )
+            rho = rho0  # beyond the fluid's reach (`in_reach`)
+            g = ghost[i]
+            if g.dot(g) <= reach2:
+                rho = ghost_density(
+                    i, position, ghost, density, kind, removed, lo, inv_cell, dims, cell_offsets
+                )
             density[i] = rho
             pressure[i] = tait_pressure(rho, rho0, b, gamma)
 
