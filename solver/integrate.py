@@ -305,6 +305,8 @@ def build_integrator(cfg: Config) -> Integrator:
         slot: ti.i32,
         dt_limit: float,
         health: ti.types.ndarray(dtype=ti.i32, ndim=1),
+        region_lo: float,
+        region_hi: float,
     ) -> step_info:
         dt = device_time_step(maxima[slot], dt_limit)
         clear_health(health)
@@ -327,7 +329,7 @@ def build_integrator(cfg: Config) -> Integrator:
                     rho_half = boundary_density(rho_half, rho)
                 store_update(
                     i, rho_half, flag, position, velocity, density, pressure, removed, health,
-                    True,
+                    counted_here(position[i], ti.Vector([region_lo, region_hi])),
                 )  # fmt: skip
         return step_result(dt, maxima[slot], health)
 
@@ -349,6 +351,8 @@ def build_integrator(cfg: Config) -> Integrator:
         maxima: ti.types.ndarray(ndim=1),
         slot: ti.i32,
         health: ti.types.ndarray(dtype=ti.i32, ndim=1),
+        region_lo: float,
+        region_hi: float,
     ) -> step_info:
         clear_health(health)
         for i in range(n):
@@ -368,7 +372,7 @@ def build_integrator(cfg: Config) -> Integrator:
                     rho_new = boundary_density(rho_new, rho_now)
                 store_update(
                     i, rho_new, flag, position, velocity, density, pressure, removed, health,
-                    True,
+                    counted_here(position[i], ti.Vector([region_lo, region_hi])),
                 )  # fmt: skip
         return step_result(dt, maxima[slot], health)
 

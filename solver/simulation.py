@@ -11,6 +11,7 @@ import taichi as ti
 
 from solver.batch_size import batch_size
 from solver.config import Config
+from solver.counting_region import EVERYWHERE
 from solver.fused_step import build_verlet_step
 from solver.integrate import (
     REMOVED_DENSITY,
@@ -253,21 +254,33 @@ class Simulation:
         `displacement_bound` covers the corrector's acceleration.
         """
         p = self.particles
+        region = self._counting_region()
         with self.phase("integration"):
             taken = self._integrator.predict(
                 *self._symplectic_arrays(), p.count, self._maximum.out, slot, dt_limit,
-                self._health,
+                self._health, *region,
             ).to_numpy()  # fmt: skip
         half_step = 0.5 * float(taken[0]) * float(taken[2])
         mid = self._update_neighbours_and_forces(half_step)  # a sort swaps the arrays
         with self.phase("integration"):
             corrected = self._integrator.correct(
                 *self._symplectic_arrays(), p.count, float(taken[0]), self._maximum.out, mid,
-                self._health,
+                self._health, *region,
             ).to_numpy()  # fmt: skip
         taken[1] = max(taken[1], corrected[1])
-        taken[3:] += corrected[3:]  # both halves count non-finite and flagged particles
+        # both halves count non-finite and flagged particles
+        taken[3:] = self._total_counts(taken[3:] + corrected[3:])
         return taken
+
+    def _counting_region(self) -> tuple[float, float]:
+        """The slab along x in which this simulation counts particles toward the step's
+        figures (solver/counting_region.py): everywhere, for a single process."""
+        return EVERYWHERE
+
+    def _total_counts(self, counts: np.ndarray) -> np.ndarray:
+        """The health counts of the whole run from this simulation's: its own, for a single
+        process."""
+        return counts
 
     def _euler_at(self, step: int) -> int:
         """1 if step number `step` (0 the first) is one where Verlet takes its Euler step

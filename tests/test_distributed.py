@@ -147,6 +147,34 @@ def one_process(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.parametrize("skin", [0.0, 0.01])
+def test_the_symplectic_scheme_gives_the_snapshots_of_one_process(
+    tmp_path: Path, skin: float
+) -> None:
+    """The symplectic scheme (predictor, second interaction, corrector) on 2 processes: each
+    of its two interactions a step first sorts, where particles change slabs, or exchanges
+    the halo. The snapshots and probes are those of one process bit for bit, with no skin
+    (a sort before both interactions of every step) and with a thin one (mostly exchanges,
+    a few sorts)."""
+    _mpiexec()
+    extra = ("--set=time.integrator=symplectic", f"--set=neighbors.skin={skin}")
+    one, two = tmp_path / "one", tmp_path / "two"
+    code, err = _finish(_launch(1, _run_argv(one, 0.03, *extra)))
+    assert code == 0, err
+    code, err = _finish(_launch(2, _run_argv(two, 0.03, *extra)))
+    assert code == 0, err
+    assert_same_snapshots(two, one)
+    import json
+
+    summary = json.loads((two / "summary.json").read_text())
+    assert summary["ranks"] == 2
+    if skin == 0.0:
+        # at the start and the middle of every step (the first starts from the first sort)
+        assert summary["sorts"] == 2 * summary["steps"] - 1
+    else:
+        assert 2 <= summary["sorts"] < summary["steps"] // 4
+
+
 @pytest.mark.parametrize("processes", [2, 3])
 def test_several_processes_give_the_snapshots_of_one(
     one_process: Path, tmp_path: Path, processes: int

@@ -18,9 +18,15 @@ from solver.particles import STATE, ParticleArrays
 
 
 def moved_names(particles: ParticleArrays) -> list[str]:
-    """The arrays a particle takes with it: the reordered state, and the SPS stress if any
-    (the work arrays are rewritten before they are read again)."""
-    return list(STATE) + (["tau"] if particles.tau is not None else [])
+    """The arrays a particle takes with it: the reordered state, the symplectic scheme's
+    start-of-step position and the SPS stress if any (the work arrays are rewritten before
+    they are read again)."""
+    names = list(STATE)
+    if particles.position_prev is not None:  # a mid-step sort carries the step's start
+        names.append("position_prev")
+    if particles.tau is not None:
+        names.append("tau")
+    return names
 
 
 class RowStaging:

@@ -22,6 +22,7 @@ resumes on any number of them.
 
 from __future__ import annotations
 
+import math
 import time as wallclock
 
 import numpy as np
@@ -60,11 +61,6 @@ class DistributedSimulation(Simulation):
     """The `Simulation` of one process of `world` (rank 0 gathers the output)."""
 
     def __init__(self, cfg: Config, world: World, scene: Scene | None = None) -> None:
-        if cfg.time.integrator != "verlet":
-            raise ConfigError(
-                f"{cfg.source}: time.integrator = {cfg.time.integrator!r} does not run on "
-                "several processes (its mid-step sort needs a second exchange); use 'verlet'"
-            )
         super().__init__(cfg, scene)
         self.world = world
         self._phases = build_step_phases(
@@ -301,11 +297,7 @@ class DistributedSimulation(Simulation):
             self.grid.cell_offsets, p.acceleration, p.density_rate, self._maximum.out, slot,
             self._records, remaining, self.dt, self.moved, lo, hi, *self._stress_arrays(),
         )  # fmt: skip
-        maxima = self._maximum.out.to_numpy()
-        if p.count == 0:  # no particle cleared or filled the slot
-            maxima[slot] = -np.inf
-        maxima[slot] = world.max(maxima[slot])
-        self._maximum.out.from_numpy(maxima)
+        self._combine_maxima(slot)
         self._phases.update(
             p.position, p.velocity, p.velocity_prev, p.density, p.density_prev, p.pressure,
             p.kind, p.removed, p.count, p.acceleration, p.density_rate, self._maximum.out, slot,
@@ -315,10 +307,51 @@ class DistributedSimulation(Simulation):
         self._phases.finish(self._maximum.out, slot, self._health, self._records)
         self._count_batch(slots, remaining, until)
 
+    def _update_neighbours_and_forces(self, reach: float = 0.0) -> int:
+        """The symplectic scheme's interaction (`Simulation._symplectic_step` runs it at the
+        start of a step and after the predictor): a sort if the skin may be used up by then,
+        else a halo exchange, so that ghosts hold their owners' current (or predicted) values;
+        then the boundary density and the interaction, with the maxima of this slab combined
+        over the job."""
+        self._sorted_this_step = False
+        self._sort_if_needed(reach)
+        if not self._sorted_this_step:
+            self._halo.exchange(self.particles)
+        p = self.particles
+        slot = self._last_slot = self._maximum.next_slot()
+        lo, hi = self._region
+        self._phases.interact(
+            p.position, p.ghost, p.velocity, p.density, p.pressure, p.kind, p.removed, p.count,
+            self.grid.cell_offsets, p.acceleration, p.density_rate, self._maximum.out, slot,
+            self._records, math.inf, self.dt, self.moved, lo, hi, *self._stress_arrays(),
+        )  # fmt: skip
+        p.swap_stress()
+        self._combine_maxima(slot)
+        return slot
+
+    def _combine_maxima(self, slot: int) -> None:
+        """Replace this slab's maxima in `slot` by the job's (an exact MPI maximum)."""
+        maxima = self._maximum.out.to_numpy()
+        if self.particles.count == 0:  # no particle cleared or filled the slot
+            maxima[slot] = -np.inf
+        maxima[slot] = self.world.max(maxima[slot])
+        self._maximum.out.from_numpy(maxima)
+
+    def _counting_region(self) -> tuple[float, float]:
+        return self._region
+
+    def _total_counts(self, counts: np.ndarray) -> np.ndarray:
+        return self.world.sum(counts)
+
     def advance(self, until: float, max_steps: int = MAX_STEPS) -> None:
         """As `Simulation.advance`: steps toward `until`, one exchange each, returning where a
-        batch would stop (landed, sort due, health)."""
+        batch would stop (landed, sort due, health). The symplectic scheme takes its steps
+        one at a time as with one process (`Simulation.step`), exchanging before each of its
+        two interactions."""
         if until <= self.time:
+            return
+        if self.symplectic:
+            super().advance(until, max_steps)
             return
         for _ in range(max_steps):
             remaining = self._remaining if until == self._until else until - self.time
