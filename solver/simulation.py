@@ -221,6 +221,7 @@ class Simulation:
                 p.density_rate,
                 self._maximum.out,
                 slot,
+                *self._counting_region(),
                 *self._stress_arrays(),
             )
             p.swap_stress()

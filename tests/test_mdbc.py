@@ -40,8 +40,9 @@ def still_tank() -> Config:
 def test_linear_density_field_is_continued_exactly(on_backend: str) -> None:
     """With a linear density field in the fluid, every boundary particle within the fluid's
     reach whose ghost node lies in the water (inside the fluid's bounding box, more than 2H
-    below its top, so the fit sees no free surface) gets the field's value at its own position, to float32 rounding: the
-    first-order fit continues a linear field exactly, through faces, edges and corners alike.
+    below its top, so the fit sees no free surface) gets the field's value at its own
+    position, to float32 rounding: the first-order fit continues a linear field exactly,
+    through faces, edges and corners alike.
     Every boundary particle gets a finite density of at least rho0, and the fluid's densities
     are not touched. Boundary particles deeper than 2H below the surface keep rho0."""
     cfg = still_tank()

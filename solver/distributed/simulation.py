@@ -22,7 +22,6 @@ resumes on any number of them.
 
 from __future__ import annotations
 
-import math
 import time as wallclock
 
 import numpy as np
@@ -284,10 +283,7 @@ class DistributedSimulation(Simulation):
     def _step_batch(self, remaining: float, until: float | None, max_steps: int) -> None:
         """One step, as the batched step computes it (solver/distributed/step_phases.py):
         sort or halo exchange, interaction, combined maxima, update, combined health, record."""
-        self._sorted_this_step = False
         self._sort_if_needed()
-        if not self._sorted_this_step:
-            self._halo.exchange(self.particles)
         p, world = self.particles, self.world
         slots = self._maximum.next_slots(1)
         slot = slots[0]
@@ -307,25 +303,20 @@ class DistributedSimulation(Simulation):
         self._phases.finish(self._maximum.out, slot, self._health, self._records)
         self._count_batch(slots, remaining, until)
 
-    def _update_neighbours_and_forces(self, reach: float = 0.0) -> int:
-        """The symplectic scheme's interaction (`Simulation._symplectic_step` runs it at the
-        start of a step and after the predictor): a sort if the skin may be used up by then,
-        else a halo exchange, so that ghosts hold their owners' current (or predicted) values;
-        then the boundary density and the interaction, with the maxima of this slab combined
-        over the job."""
+    def _sort_if_needed(self, reach: float = 0.0) -> None:
+        """Sort when the skin may be used up (`Simulation._sort_if_needed`), else exchange the
+        halo: either way the ghosts then hold their owners' current values (at the symplectic
+        scheme's mid-step, the predicted ones)."""
         self._sorted_this_step = False
-        self._sort_if_needed(reach)
+        super()._sort_if_needed(reach)
         if not self._sorted_this_step:
             self._halo.exchange(self.particles)
-        p = self.particles
-        slot = self._last_slot = self._maximum.next_slot()
-        lo, hi = self._region
-        self._phases.interact(
-            p.position, p.ghost, p.velocity, p.density, p.pressure, p.kind, p.removed, p.count,
-            self.grid.cell_offsets, p.acceleration, p.density_rate, self._maximum.out, slot,
-            self._records, math.inf, self.dt, self.moved, lo, hi, *self._stress_arrays(),
-        )  # fmt: skip
-        p.swap_stress()
+
+    def _update_neighbours_and_forces(self, reach: float = 0.0) -> int:
+        """The symplectic scheme's interaction (`Simulation._symplectic_step` runs it at the
+        start of a step and after the predictor): the one-process kernels after a sort or an
+        exchange, with this slab's maxima combined over the job."""
+        slot = super()._update_neighbours_and_forces(reach)
         self._combine_maxima(slot)
         return slot
 

@@ -33,7 +33,7 @@ from typing import NamedTuple
 import taichi as ti
 
 from solver.config import Config
-from solver.counting_region import counted_here, everywhere
+from solver.counting_region import counted_here
 from solver.neighbors import row_span, search_cells
 from solver.parallel.reduce import clear_slot, merge_max
 from solver.particle_kind import ParticleKind
@@ -59,9 +59,11 @@ class Interaction(NamedTuple):
     """The interaction pass as a kernel, and as the Taichi function of one particle that the
     kernel runs for every particle (fused kernels run it before their own loops).
 
-    With the SPS closure (`sps`) the kernel takes two more arrays after its others, tau and
-    tau_next (see the module's docstring), and the particle function gets them as its
-    `stress` tuple; otherwise `stress` is ().
+    The kernel's last arguments before the SPS arrays are the counting region along x,
+    region_lo and region_hi (solver/counting_region.py: EVERYWHERE for one process), whose
+    particles alone enter the time-step maxima. With the SPS closure (`sps`) the kernel takes
+    two more arrays after its others, tau and tau_next (see the module's docstring), and the
+    particle function gets them as its `stress` tuple; otherwise `stress` is ().
     """
 
     kernel: Callable
@@ -212,11 +214,14 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
         density_rate: ti.types.ndarray(ndim=1),
         maxima: ti.types.ndarray(ndim=1),
         slot: ti.i32,
+        region_lo: float,
+        region_hi: float,
     ):
         for i in range(n):
             interact_particle(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-                cell_offsets, acceleration, density_rate, maxima, slot, (), everywhere(),
+                cell_offsets, acceleration, density_rate, maxima, slot, (),
+                ti.Vector([region_lo, region_hi]),
             )  # fmt: skip
 
     @ti.kernel
@@ -236,6 +241,8 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
         density_rate: ti.types.ndarray(ndim=1),
         maxima: ti.types.ndarray(ndim=1),
         slot: ti.i32,
+        region_lo: float,
+        region_hi: float,
         tau: ti.types.ndarray(ndim=1),
         tau_next: ti.types.ndarray(ndim=1),
     ):
@@ -243,7 +250,7 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
             interact_particle(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
                 cell_offsets, acceleration, density_rate, maxima, slot, (tau, tau_next),
-                everywhere(),
+                ti.Vector([region_lo, region_hi]),
             )  # fmt: skip
 
     # A kernel's arguments are fixed: the SPS arrays get their own kernel rather than unused
