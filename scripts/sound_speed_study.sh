@@ -4,10 +4,11 @@
 # with alpha c0 held fixed (alpha 0.01, 0.005, 0.0025), so that Monaghan's viscosity
 # alpha h c0 / 10 stays the same, and with the laminar + SPS viscosity, whose nu does not scale
 # with c0. On the GPU machine, after `source scripts/device_env.sh`:
-#   bash scripts/sound_speed_study.sh 0.02 [OUT_DIR]    # about 2 minutes on the H200
-#   bash scripts/sound_speed_study.sh 0.01 [OUT_DIR]    # about 8: near a call's 10-minute limit
-# (estimated from the 0.7 s runs of 2026-12-02: 14 s for coefsound 20 at dp 0.02; a run's cost
-# grows with c0 and with 1 / dp^4).
+#   bash scripts/sound_speed_study.sh 0.02 [OUT_DIR]    # 1.5 minutes on the H200 (2026-12-02)
+#   bash scripts/sound_speed_study.sh 0.01 [OUT_DIR]    # about 9: near a call's 10-minute limit
+# (dp 0.02 measured: 13, 15, 23, 16 and 21 s a run; dp 0.01: 84 s at coefsound 40 and 92 s with
+# laminar + SPS, so split the dp 0.01 runs over two calls). Copy probes.csv and summary.json
+# back in one archive: a call returns few files.
 # Prints, per run, P1..P4's arrival, 20 ms peak and first-impact impulse (spheric_metrics).
 set -euo pipefail
 dp=$1
