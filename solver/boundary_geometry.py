@@ -44,7 +44,7 @@ import numpy as np
 from solver.config import Box, TankConfig
 from solver.surface_distance import nearest_on_surface
 
-__all__ = ["dry_triangles", "obstacle_ghosts", "surface_ghosts", "wall_ghosts"]
+__all__ = ["dry_triangles", "obstacle_ghosts", "surface_ghosts", "wall_ghosts", "wetted_faces"]
 
 #: Depths (in dp) that differ by less than this count as equal: the particle is on a diagonal.
 DIAGONAL_TOLERANCE = 1e-3
@@ -67,7 +67,7 @@ def obstacle_ghosts(
     hi = np.asarray(box.max, dtype=np.float64)
     # depth[n, a, s]: how far particle n lies below the min (s = 0) or max (s = 1) face on axis a
     depth = np.stack([points - lo, hi - points], axis=2)
-    depth = np.where(_wetted_faces(box, tank, tol), depth, np.inf)
+    depth = np.where(wetted_faces(box, tank, tol), depth, np.inf)
     side = np.argmin(depth, axis=2)  # the nearest wetted face per axis (min face on a tie)
     nearest = np.take_along_axis(depth, side[..., None], axis=2)[..., 0]
     shallowest = nearest.min(axis=1, keepdims=True)
@@ -76,7 +76,7 @@ def obstacle_ghosts(
     return np.where(mirrored, 2.0 * (face - points), 0.0)
 
 
-def _wetted_faces(box: Box, tank: TankConfig, tol: float) -> np.ndarray:
+def wetted_faces(box: Box, tank: TankConfig, tol: float) -> np.ndarray:
     """(3, 2) mask of the box's faces (min, max per axis) that do not lie on a tank face."""
     wetted = np.ones((3, 2), dtype=bool)
     for a in range(3):

@@ -35,7 +35,8 @@ from solver.lattice import fluid_index_range, surface_gap
 from solver.mesh import MESH_FORMATS, MeshError, Surface, load_surface
 from solver.mesh_particles import tank_axis, terrain_columns
 from solver.output.npz import NPZ_COMPRESSIONS
-from solver.output.probes import GAUGE_SURFACES
+from solver.output.probes import GAUGE_SURFACES, SENSOR_READINGS
+from solver.output.sensor_points import sample_point
 from solver.output.vtk import VTK_COMPRESSIONS
 from solver.physics.smoothing_kernels import KERNEL_NAMES
 from solver.toml_lines import key_line
@@ -353,7 +354,17 @@ SCHEMA: tuple[KeySpec, ...] = (
             choices=GAUGE_SURFACES),
     KeySpec("probes.pressure", "name", "str", "-", REQUIRED,
             "Sensor name (unique among all probes)."),
-    KeySpec("probes.pressure", "position", "vec3", "m", REQUIRED, "Sensor position."),
+    KeySpec("probes.pressure", "position", "vec3", "m", REQUIRED,
+            "Sensor position, on a solid face as the experiment mounts it."),
+    KeySpec("probes.pressure", "reading", "str", "-", SENSOR_READINGS[0],
+            "How the sensor reads: as DualSPHysics' MeasureTool in its examples, 1.5 h from the "
+            "face into the water over the fluid alone (measuretool); on the face itself over the "
+            "fluid and the mDBC wall particles (face).",
+            choices=SENSOR_READINGS),
+    KeySpec("probes.pressure", "normal", "vec3", "-", None,
+            "Direction from the face into the water, along which a measuretool sensor moves.",
+            auto="the normal of the tank or box-obstacle face the position lies on; none if it "
+                 "lies on no such face"),
 )
 """Every key of a case file, in file order."""
 # fmt: on
@@ -492,10 +503,13 @@ class HeightGauge:
 
 @dataclass(frozen=True)
 class PressureSensor:
-    """A pressure sensor at a point (typically on a wall or obstacle face)."""
+    """A pressure sensor at a point (typically on a wall or obstacle face); `reading` and
+    `normal` say where and over which particles it samples (solver/output/sensor_points.py)."""
 
     name: str
     position: Vec3
+    reading: str = _default("probes.pressure", "reading")
+    normal: Vec3 | None = None
 
 
 @dataclass(frozen=True)
@@ -1182,6 +1196,20 @@ class _Builder:
                     f"{_box_text(obstacle.box)}, so it holds no water",
                 )
 
+    def check_sensor_point(
+        self, cfg: Config, sensor: PressureSensor, label: str, tol: float
+    ) -> None:
+        """A sensor's `normal` is not zero, and the point it reads lies inside the tank."""
+        if sensor.normal is not None and not any(abs(c) > 0.0 for c in sensor.normal):
+            raise self.error(f"{label}.normal", "must not be [0, 0, 0]; give the face's normal")
+        point = [float(c) for c in sample_point(sensor, cfg)]
+        if not cfg.tank.box.contains_point(point, tol):
+            raise self.error(
+                label,
+                f"{sensor.name!r} reads at {point} (1.5 h along its normal), outside the tank "
+                f'{_box_text(cfg.tank.box)}; check `normal` or use reading = "face"',
+            )
+
     def check_terrain(self, cfg: Config, tol: float) -> None:
         """The terrain lies in the tank and every vertical line of the fluid lattice through
         the tank crosses it exactly once (a height field covering the floor)."""
@@ -1289,6 +1317,8 @@ class _Builder:
                         label,
                         f"{probe.name!r} at {list(point)} is outside the tank {_box_text(tank)}",
                     )
+                if isinstance(probe, PressureSensor):
+                    self.check_sensor_point(cfg, probe, label, tol)
         p = cfg.physics
         if not p.rho_min < p.rho0 < p.rho_max:
             raise self.error(
@@ -1504,6 +1534,8 @@ def config_to_toml(cfg: Config) -> str:
         )
     for sensor in cfg.probes.pressures:
         lines += _toml_lines(
-            "probes.pressure", {"name": sensor.name, "position": sensor.position}, array=True
+            "probes.pressure",
+            {k: getattr(sensor, k) for k in _keys_of("probes.pressure")},
+            array=True,
         )
     return "\n".join(lines)

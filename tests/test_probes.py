@@ -52,27 +52,41 @@ def _snapshot(*parts: tuple[np.ndarray, ParticleKind, np.ndarray | float]) -> Sn
 
 
 def _probes(
-    heights: dict[str, tuple[float, float, str]], pressures: dict[str, tuple[float, ...]]
+    heights: dict[str, tuple[float, float, str]],
+    pressures: dict[str, tuple[float, ...]],
+    reading: str = "face",
 ) -> SimpleNamespace:
-    """Stand-in for config.ProbesConfig with the same attribute names."""
+    """Stand-in for config.ProbesConfig with the same attribute names; every sensor reads by
+    `reading`."""
     return SimpleNamespace(
         heights=tuple(
             SimpleNamespace(name=k, x=x, y=y, surface=s) for k, (x, y, s) in heights.items()
         ),
-        pressures=tuple(SimpleNamespace(name=k, position=p) for k, p in pressures.items()),
+        pressures=tuple(
+            SimpleNamespace(name=k, position=p, reading=reading) for k, p in pressures.items()
+        ),
     )
 
 
-def _sampler(probes: SimpleNamespace, kernel: str, boundary: str = "mdbc") -> ProbeSampler:
+H = math.sqrt(3.0) * DP
+
+
+def _sampler(
+    probes: SimpleNamespace,
+    kernel: str,
+    boundary: str = "mdbc",
+    sample_points: dict[str, tuple[float, ...]] | None = None,
+) -> ProbeSampler:
     return ProbeSampler(
         probes,
-        smoothing_length=math.sqrt(3.0) * DP,
+        smoothing_length=H,
         kernel=kernel,
         particle_mass=RHO0 * DP**3,
         rho0=RHO0,
         z_range=(0.0, 0.5),
         dp=DP,
         boundary=boundary,
+        sample_points=sample_points,
     )
 
 
@@ -237,11 +251,56 @@ def test_dry_sensor_reads_zero_next_to_loaded_walls(boundary: str) -> None:
     assert values["wet"] > 0.0
 
 
-def test_sampler_refuses_unknown_boundary_and_surface() -> None:
+#: Where the face sensors read as MeasureTool does: 1.5 h in front of their faces.
+IN_FRONT = {
+    "floor": (0.08, 0.06, 1.5 * H),
+    "wall_deep": (1.5 * H, 0.06, 0.03),
+    "wall_mid": (1.5 * H, 0.06, 0.1),
+}
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("boundary", ["mdbc", "dbc"])
+def test_measuretool_sensor_reads_the_water_in_front_of_the_face(
+    kernel: str, boundary: str
+) -> None:
+    """A "measuretool" sensor averages the fluid alone at its sample point 1.5 h in front of
+    the face, whose support reaches h/2 into the wall: it reads rho0 g (depth - z) of that
+    point within 1 %, whatever pressure the wall particles carry and under either boundary."""
+    faces = {name: FACE_SENSORS[name] for name in IN_FRONT}
+    probes = _probes({}, faces, reading="measuretool")
+    readings = []
+    for wall_pressure in ("extrapolated", 1e9):
+        snap, _ = _tank_corner(wall_pressure)
+        values = _sampler(probes, kernel, boundary, sample_points=IN_FRONT).sample(snap)
+        for name, point in IN_FRONT.items():
+            expected = RHO0 * GRAVITY * (DEPTH - point[2])
+            assert values[name] == pytest.approx(expected, rel=0.01), (name, wall_pressure)
+        readings.append(values)
+    assert readings[0] == readings[1]
+
+
+def test_measuretool_reading_is_normalised_only_over_half_a_support() -> None:
+    """MeasureTool's -kclimit:0.5 -kcusedummy:0: the Shepard average where the fluid's
+    sum_j W_j V_j reaches 0.5, the plain sum sum_j p_j W_j V_j where the water covers less of
+    the support (a sensor the water is only reaching); 0 without fluid. The "face" reading
+    normalises any support and, under mDBC, adds the boundary particles' sums."""
+    sampler = _sampler(_probes({}, {}), "wendland_c2", "mdbc")
+    assert sampler.sensor_reading("measuretool", 300.0, 0.6, 40, 1e6, 0.5) == 500.0
+    assert sampler.sensor_reading("measuretool", 120.0, 0.3, 12, 1e6, 0.5) == 120.0
+    assert sampler.sensor_reading("measuretool", 0.0, 0.0, 0, 1e6, 0.5) == 0.0
+    assert sampler.sensor_reading("face", 120.0, 0.3, 12, 180.0, 0.3) == 500.0
+    dbc = _sampler(_probes({}, {}), "wendland_c2", "dbc")
+    assert dbc.sensor_reading("face", 120.0, 0.3, 12, 1e6, 0.3) == 400.0
+
+
+def test_sampler_refuses_unknown_boundary_surface_and_reading() -> None:
     with pytest.raises(ValueError, match="boundary"):
         _sampler(_probes({}, {}), "wendland_c2", "ghost")
     with pytest.raises(ValueError, match="surface"):
         _sampler(_probes({"H": (0.0, 0.0, "lowest")}, {}), "wendland_c2")
+    with pytest.raises(ValueError, match="reading"):
+        _sampler(_probes({}, {"P": (0.0, 0.0, 0.0)}, reading="wall"), "wendland_c2")
 
 
 # --------------------------------------------------------------------------- configuration
@@ -270,6 +329,77 @@ def test_gauge_surface_key_defaults_round_trips_and_is_checked() -> None:
     bad = CASE + "[[probes.height]]\nname = 'H1'\nx = 0.5\ny = 0.25\nsurface = 'top'\n"
     with pytest.raises(ConfigError, match=r"probes\.height\[0\]\.surface.*wetted_length"):
         loads_config(bad, source="case.toml")
+
+
+#: A tank 1 x 0.5 x 0.6 m with a box obstacle on its floor (x 0.5..0.7, y 0.1..0.3, 0.2 high);
+#: dp 0.05, so h = 0.0866 m and 1.5 h = 0.1299 m.
+OBSTACLE = "[[obstacle]]\nmin = [0.5, 0.1, 0.0]\nmax = [0.7, 0.3, 0.2]\n"
+
+
+def _sensor(name: str, position: tuple[float, ...], extra: str = "") -> str:
+    return f"[[probes.pressure]]\nname = '{name}'\nposition = {list(position)}\n{extra}"
+
+
+def test_measuretool_sensors_move_1_5h_along_their_face_normal() -> None:
+    """Each "measuretool" sensor reads 1.5 h in front of the face it lies on: up from the
+    floor, into the tank from a side wall, out of an obstacle's face, along the diagonal from
+    an obstacle's edge, along a `normal` when one is given; a sensor in the water and a "face"
+    sensor read where they are. The resolved config keeps the keys."""
+    sensors = {
+        "floor": ((0.2, 0.25, 0.0), ""),
+        "wall": ((0.0, 0.25, 0.1), ""),
+        "box_front": ((0.5, 0.2, 0.1), ""),
+        "box_top": ((0.6, 0.2, 0.2), ""),
+        "box_edge": ((0.5, 0.2, 0.2), ""),
+        "given": ((0.2, 0.25, 0.0), "normal = [0.0, 3.0, 4.0]\n"),
+        "water": ((0.3, 0.25, 0.2), ""),
+        "face": ((0.2, 0.25, 0.0), "reading = 'face'\n"),
+    }
+    text = CASE + OBSTACLE + "".join(_sensor(k, p, extra) for k, (p, extra) in sensors.items())
+    cfg = loads_config(text, source="case.toml")
+    offset = 1.5 * cfg.smoothing_length
+    diagonal = offset / math.sqrt(2.0)
+    expected = {
+        "floor": (0.2, 0.25, offset),
+        "wall": (offset, 0.25, 0.1),
+        "box_front": (0.5 - offset, 0.2, 0.1),
+        "box_top": (0.6, 0.2, 0.2 + offset),
+        "box_edge": (0.5 - diagonal, 0.2, 0.2 + diagonal),
+        "given": (0.2, 0.25 + 0.6 * offset, 0.8 * offset),
+        "water": (0.3, 0.25, 0.2),
+        "face": (0.2, 0.25, 0.0),
+    }
+    points = ProbeSampler.for_case(cfg).sensor_points
+    for (name, point), got in zip(expected.items(), points, strict=True):
+        assert got == pytest.approx(point, abs=1e-12), name
+    assert loads_config(config_to_toml(cfg)) == cfg
+
+
+def test_seed_case_obstacle_sensors_read_where_dualsphysics_does() -> None:
+    """The seed case's obstacle sensors (face x = 0.9) read at x = 0.8779, the points
+    DualSPHysics' CaseDambreak example reads its obstacle's pressure at ("PointsPressure_
+    Correct": 1.5 h with the same h); SPHERIC test 2's P1..P4 1.5 h in front of the box's
+    face x = 0.8245, P5..P8 1.5 h above its top z = 0.161."""
+    seed = ProbeSampler.for_case(load_config(REPO_ROOT / "configs" / "dambreak.toml", []))
+    assert seed.sensor_points[:, 0] == pytest.approx(0.8779, abs=1e-4)
+    cfg = load_config(REPO_ROOT / "configs" / "spheric_test2.toml", [])
+    points = ProbeSampler.for_case(cfg).sensor_points
+    offset = 1.5 * cfg.smoothing_length
+    assert points[:4, 0] == pytest.approx(0.8245 + offset)
+    assert points[4:8, 2] == pytest.approx(0.161 + offset)
+
+
+@pytest.mark.parametrize(
+    ("sensor", "match"),
+    [
+        (_sensor("P", (0.2, 0.25, 0.0), "reading = 'wall'\n"), r"probes\.pressure\[0\]\.reading"),
+        (_sensor("P", (0.2, 0.25, 0.0), "normal = [0, 0, 0]\n"), r"probes\.pressure\[0\]\.normal"),
+        (_sensor("P", (0.0, 0.25, 0.1), "normal = [-1, 0, 0]\n"), r"outside the tank.*normal"),
+    ],
+)
+def test_bad_sensor_reading_or_normal_is_refused(sensor: str, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        loads_config(CASE + sensor, source="case.toml")
 
 
 def test_spheric_case_reads_each_gauge_three_ways() -> None:

@@ -147,35 +147,45 @@ def test_series_that_do_not_overlap_give_no_numbers() -> None:
 # ------------------------------------------------------------------------------ one run
 
 
-def test_gauge_variants_are_compared_with_the_measured_height(tmp_path: Path) -> None:
+def test_gauge_and_sensor_variants_are_compared_with_their_measured_series(
+    tmp_path: Path,
+) -> None:
     """Columns H1_swl and H1_top (other definitions of gauge H1) are kept, plotted with H1 and
-    compared with the measured H1: their yardstick bias is their offset from it."""
+    compared with the measured H1: their yardstick bias is their offset from it; P1_face
+    (another reading of sensor P1) likewise with the measured P1."""
     cfg = load_config(REPO / "configs" / "spheric_test2.toml", ["particles.dp=0.1"])
     series = {
         "H1": limit("H1", T_MS),
         "H1_swl": limit("H1", T_MS) + 0.01,
         "P1": limit("P1", T_MS),
         "H1_top": limit("H1", T_MS) - 0.02,
+        "P1_face": limit("P1", T_MS) + 100.0,
     }
     run = write_run_folder(tmp_path / "run", cfg, [], probes=(T_MS, series))
     experiment = tmp_path / "measured.csv"
-    columns = zip(T_MS.tolist(), limit("H1", T_MS).tolist(), strict=True)
-    experiment.write_text("t,H1\n" + "\n".join(f"{t!r},{h!r}" for t, h in columns) + "\n")
+    columns = zip(
+        T_MS.tolist(), limit("H1", T_MS).tolist(), limit("P1", T_MS).tolist(), strict=True
+    )
+    rows = "\n".join(f"{t!r},{h!r},{p!r}" for t, h, p in columns)
+    experiment.write_text("t,H1,P1\n" + rows + "\n")
     out = tmp_path / "v"
     args = ["validate", "spheric_test2", "--run", str(run), "--out", str(out)]
     assert dambreak([*args, "--experiment", str(experiment)]) == 0
     report = json.loads((out / "report.json").read_text())
-    assert report["series"] == ["H1", "H1_swl", "H1_top", "P1"]
+    assert report["series"] == ["H1", "H1_swl", "H1_top", "P1", "P1_face"]
     yardstick = report["yardstick"]
-    assert list(yardstick) == ["H1", "H1_swl", "H1_top"]
-    assert [yardstick[n]["reference"] for n in yardstick] == ["H1"] * 3
+    assert list(yardstick) == ["H1", "H1_swl", "H1_top", "P1", "P1_face"]
+    assert [yardstick[n]["reference"] for n in yardstick] == ["H1"] * 3 + ["P1"] * 2
     for name, offset in (("H1", 0.0), ("H1_swl", 0.01), ("H1_top", -0.02)):
         assert yardstick[name]["bias"] == pytest.approx(offset, abs=1e-12)
         assert yardstick[name]["rms"] == pytest.approx(abs(offset), abs=1e-12)
         assert report["comparison"][name]["rms_error"] == pytest.approx(abs(offset), abs=1e-12)
-    assert "| H1_swl (vs H1) |" in (out / "report.md").read_text()
+    assert yardstick["P1"]["rms"] == pytest.approx(0.0, abs=1e-9)
+    assert yardstick["P1_face"]["rms"] == pytest.approx(100.0, rel=1e-9)
+    report_md = (out / "report.md").read_text()
+    assert "| H1_swl (vs H1) |" in report_md and "| P1_face (vs P1) |" in report_md
     header = (out / "spheric_series.csv").read_text().splitlines()[0]
-    assert header == "t,H1,H1_swl,H1_top,P1"
+    assert header == "t,H1,H1_swl,H1_top,P1,P1_face"
 
 
 # ------------------------------------------------------------------------------ convergence

@@ -2,12 +2,13 @@
 probe time, instead of copying every particle to the host.
 
 The probes (solver/output/probes.py) read two kinds of sum around fixed points: the fluid
-mass sum sum_j m W(|p - x_j|, h) at the sample points of each gauge line, and the Shepard sums
-of pressure sum_j p_j W_j V_j, sum_j W_j V_j (V_j = m / rho_j) with the number of fluid
-particles within 2h at each pressure sensor. Here every point gathers them from its neighbours
-in the simulation's cell grid, as the mDBC ghost nodes do (solver/physics/mdbc.py); the host
-then derives the probe values from the sums with `ProbeSampler.readings`, the very code that
-reads the sums a snapshot gives on the host, so both paths share one definition.
+mass sum sum_j m W(|p - x_j|, h) at the sample points of each gauge line, and at each pressure
+sensor the Shepard sums of pressure sum_j p_j W_j V_j, sum_j W_j V_j (V_j = m / rho_j) over the
+fluid, the number of fluid particles within 2h and the two sums over the boundary particles.
+Here every point gathers them from its neighbours in the simulation's cell grid, as the mDBC
+ghost nodes do (solver/physics/mdbc.py); the host then derives the probe values from the sums
+with `ProbeSampler.readings`, the very code that reads the sums a snapshot gives on the host,
+so both paths share one definition.
 """
 
 from collections.abc import Callable
@@ -17,7 +18,7 @@ import numpy as np
 import taichi as ti
 
 from solver.neighbors import row_span, search_cells
-from solver.output.probes import ProbeSampler
+from solver.output.probes import SENSOR_SUMS, ProbeSampler
 from solver.particle_kind import ParticleKind
 from solver.physics.shared_formula import taichi_func
 from solver.physics.smoothing_kernels import kernel_functions
@@ -28,25 +29,23 @@ if TYPE_CHECKING:
 
 FLUID = int(ParticleKind.FLUID)
 
-SUMS = 4
-"""Sums per point: fluid mass, Shepard numerator, Shepard denominator, fluid particles."""
+SUMS = 1 + SENSOR_SUMS
+"""Sums per point: the fluid mass, then a sensor's `ProbeSampler.shepard_sums`."""
 
 
-def build_probe_sums(cfg: "Config", see_boundary: bool) -> Callable:
+def build_probe_sums(cfg: "Config") -> Callable:
     """The kernel filling sums[k] for each probe point k, the constants of `cfg` compiled in.
 
     Candidates come from the cells of the last sort within `search_radius`, which must be 2h
     plus how far any particle may have moved since (the interaction's skin argument, with the
     simulation's bound `moved`: after a step it may exceed the skin, the next step sorting
-    first); particles flagged in `removed` are skipped (a snapshot leaves them out too). With
-    `see_boundary` (mDBC) boundary particles enter the Shepard sums as well; the mass sum and
-    the count take fluid particles only.
+    first); particles flagged in `removed` are skipped (a snapshot leaves them out too). The
+    fluid and the boundary particles are summed apart, as `ProbeSampler.shepard_sums` does.
     """
     kernel_w = taichi_func(kernel_functions(cfg.physics.kernel)[0])
     h = cfg.smoothing_length
     support2 = cfg.support_radius**2
     mass = cfg.particle_mass
-    boundary_counts = int(see_boundary)
 
     @ti.kernel
     def probe_sums(
@@ -67,25 +66,34 @@ def build_probe_sums(cfg: "Config", see_boundary: bool) -> Callable:
         for k in range(n_points):
             x = points[k]
             kernel_sum = 0.0  # sum_j W over fluid particles; times m at the end, as the host
-            numerator = 0.0
-            denominator = 0.0
+            fluid_numerator = 0.0
+            fluid_denominator = 0.0
             fluid_near = 0
+            boundary_numerator = 0.0
+            boundary_denominator = 0.0
             box = search_cells(x, search_radius, lo, inv_cell, dims)
             for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
                 span = row_span(x, search_radius, cy, cz, lo, inv_cell, dims, cell_offsets)
                 for j in range(span[0], span[1]):
                     r2 = (x - position[j]).norm_sqr()
                     if r2 < support2 and removed[j] == 0:
-                        fluid = ti.cast(kind[j] == FLUID, ti.i32)
-                        if fluid + boundary_counts > 0:
-                            w = kernel_w(ti.sqrt(r2), h)
-                            weight = w * (mass / density[j])
-                            numerator += pressure[j] * weight
-                            denominator += weight
-                            if fluid > 0:
-                                kernel_sum += w
-                                fluid_near += 1
-            sums[k] = ti.Vector([mass * kernel_sum, numerator, denominator, fluid_near], float)
+                        w = kernel_w(ti.sqrt(r2), h)
+                        weight = w * (mass / density[j])
+                        if kind[j] == FLUID:
+                            fluid_numerator += pressure[j] * weight
+                            fluid_denominator += weight
+                            kernel_sum += w
+                            fluid_near += 1
+                        else:
+                            boundary_numerator += pressure[j] * weight
+                            boundary_denominator += weight
+            sums[k] = ti.Vector(
+                [
+                    mass * kernel_sum, fluid_numerator, fluid_denominator, fluid_near,
+                    boundary_numerator, boundary_denominator,
+                ],
+                float,
+            )  # fmt: skip
 
     return probe_sums
 
@@ -116,7 +124,7 @@ class DeviceProbes:
         self._points = ti.Vector.ndarray(3, dtype, shape=padded.shape[0])
         self._points.from_numpy(padded)
         self._sums = ti.Vector.ndarray(SUMS, dtype, shape=padded.shape[0])
-        self._kernel = build_probe_sums(cfg, self.sampler.sensors_see_boundary)
+        self._kernel = build_probe_sums(cfg)
         self._sim = sim
 
     @property
@@ -126,8 +134,7 @@ class DeviceProbes:
 
     def sums(self) -> tuple[list[np.ndarray], np.ndarray]:
         """The sums at every probe point now: the mass profile of each gauge line, and each
-        sensor's (Shepard numerator, denominator, fluid particles within 2h); what
-        `ProbeSampler.readings` takes.
+        sensor's `ProbeSampler.shepard_sums`; what `ProbeSampler.readings` takes.
         """
         sums = self.point_sums().astype(np.float64)
         n = self._line_samples

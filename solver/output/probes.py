@@ -43,28 +43,34 @@ front face x = 0.8245 and top face z = 0.161). The value is a Shepard-normalised
 sum_j p_j W_j V_j / sum_j W_j V_j with V_j = m / rho_j, PySPH's default interpolation
 (`pysph.tools.interpolator.Interpolator`, method "shepard",
 https://pysph.readthedocs.io/en/latest/reference/tools.html) and the kernel-corrected
-interpolation of DualSPHysics' MeasureTool. Normalising by the kernel sum keeps the value
-unbiased where the support is only partly filled. Which particles take part depends on
-`physics.boundary`:
+interpolation of DualSPHysics' MeasureTool. Where and over which particles depends on the
+sensor's `reading`:
 
-- "mdbc": fluid AND boundary particles (WALL, OBSTACLE). Under the modified dynamic boundary
-  condition every boundary particle's density, hence its pressure, is the fluid's field
-  extrapolated to first order from the particle's mirror image in the fluid (English et al.
-  2022, Comput. Part. Mech. 9:1-15), so the boundary particles continue the fluid's pressure
-  field linearly across the face. A point on the face is then the centre of a support filled
-  on both sides by one linear field, and the average is a consistent estimate of the face
-  pressure; DualSPHysics' mDBC boundary particles carry the same corrected values. With fluid
-  alone the support at a face point is half empty and the average is that of the fluid's
-  half, biased by the normal pressure gradient times the half-support's centroid offset
-  (about h/2): on the floor under hydrostatics it reads 4 % low at 20 dp depth
-  (tests/test_probes.py), and during an impact, when the gradient at the face is steep, much
-  more so.
-- "dbc": fluid only. DBC boundary particles get their density from the continuity equation
-  (Crespo et al. 2007); it keeps them apart from the fluid but is not the fluid's pressure
-  field, and can be far from it.
+- "measuretool" (the default): DualSPHysics' way of reading a face's pressure, which the
+  comparison with its runs assumes: the fluid particles alone, at the point 1.5 h in front of
+  the face (solver/output/sensor_points.py), normalised where the fluid's sum_j W_j V_j is at
+  least 0.5 and the plain sum sum_j p_j W_j V_j below that, as MeasureTool with
+  `-kclimit:0.5 -kcusedummy:0` in DualSPHysics' examples: a sensor the water only begins to
+  reach reads a fraction of the water's pressure instead of the full pressure of a few
+  particles. It reads the same under mDBC and DBC, since no boundary particle enters it.
+- "face": on the face itself. Under mDBC ("mdbc") fluid AND boundary particles (WALL,
+  OBSTACLE) enter the average: every boundary particle's density, hence its pressure, is the
+  fluid's field extrapolated to first order from the particle's mirror image in the fluid
+  (English et al. 2022, Comput. Part. Mech. 9:1-15), so the boundary particles continue the
+  fluid's pressure field linearly across the face, and a point on the face is the centre of a
+  support filled on both sides by one linear field. With fluid alone the support at a face
+  point is half empty and the average is that of the fluid's half, biased by the normal
+  pressure gradient times the half-support's centroid offset (about h/2): on the floor under
+  hydrostatics it reads 4 % low at 20 dp depth (tests/test_probes.py). Under DBC ("dbc")
+  fluid only: DBC boundary particles get their density from the continuity equation (Crespo
+  et al. 2007), which keeps them apart from the fluid but is not the fluid's pressure field.
 
-A sensor with no fluid particle within its support reads 0 (dry) under both: the boundary
-particles alone must not make a dry sensor read the wall's own (clamped or stale) pressure.
+During an impact the two readings differ, because the pressure falls steeply away from the
+face within one h (validation/README.md, section 3).
+
+A sensor with no fluid particle within its support reads 0 (dry) under every reading: the
+boundary particles alone must not make a dry sensor read the wall's own (clamped or stale)
+pressure.
 """
 
 from __future__ import annotations
@@ -78,6 +84,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from solver.output.files import atomic_write_text
+from solver.output.sensor_points import sample_point
 from solver.particle_kind import ParticleKind
 from solver.physics.smoothing_kernels import kernel_functions
 from solver.snapshot import Snapshot
@@ -89,8 +96,22 @@ if TYPE_CHECKING:
 #: default. See the module docstring.
 GAUGE_SURFACES: tuple[str, ...] = ("wetted_length", "first_dry", "highest_wet")
 
-#: Boundary treatments (`physics.boundary`) and whether sensors average boundary particles too.
+#: How a pressure sensor reads (the `reading` key of [[probes.pressure]]); the first is the
+#: default. See the module docstring and solver/output/sensor_points.py.
+SENSOR_READINGS: tuple[str, ...] = ("measuretool", "face")
+
+#: A "measuretool" reading is Shepard-normalised where the fluid's sum_j W_j V_j reaches this,
+#: and the plain sum sum_j p_j W_j V_j below it (MeasureTool's -kclimit:0.5 -kcusedummy:0).
+KERNEL_SUM_LIMIT = 0.5
+
+#: Boundary treatments (`physics.boundary`) and whether "face" sensors average boundary
+#: particles too.
 _SENSORS_SEE_BOUNDARY: dict[str, bool] = {"mdbc": True, "dbc": False}
+
+#: Sums per pressure sensor (`ProbeSampler.shepard_sums`): the Shepard numerator and
+#: denominator over the fluid, the fluid particles within 2h, the numerator and denominator over
+#: the boundary particles.
+SENSOR_SUMS = 5
 
 #: Fraction of rho0 that the kernel mass sum must reach for a gauge point to count as wet.
 #: DualSPHysics' GaugeSwl uses 0.5 in 3D (0.4 in 2D).
@@ -121,6 +142,7 @@ class ProbeSampler:
         z_range: tuple[float, float],
         dp: float,
         boundary: str,
+        sample_points: Mapping[str, Sequence[float]] | None = None,
     ) -> None:
         """Set up the probes.
 
@@ -128,7 +150,9 @@ class ProbeSampler:
         particle_mass the mass of every particle, rho0 the reference density, z_range the
         (floor, top) interval that height gauges scan, dp the particle spacing (gauge samples
         are dp/4 apart), boundary the `physics.boundary` treatment ("mdbc" or "dbc"), which
-        decides whether pressure sensors average boundary particles too.
+        decides whether "face" sensors average boundary particles too. `sample_points` maps
+        a sensor's name to where it reads the field (solver/output/sensor_points.py); a
+        sensor left out reads at its position.
         """
         for label, value in (
             ("smoothing_length", smoothing_length),
@@ -166,18 +190,28 @@ class ProbeSampler:
                     f"got {g.surface!r}"
                 )
             self._lines.setdefault((float(g.x), float(g.y)), []).append((g.name, g.surface))
-        self._sensors = [
-            (s.name, np.asarray(s.position, dtype=np.float64).reshape(3)) for s in probes.pressures
-        ]
+        points = dict(sample_points or {})
+        self._sensors: list[tuple[str, np.ndarray, str]] = []
+        for sensor in probes.pressures:
+            if sensor.reading not in SENSOR_READINGS:
+                raise ValueError(
+                    f"sensor {sensor.name!r}: reading must be one of {list(SENSOR_READINGS)}, "
+                    f"got {sensor.reading!r}"
+                )
+            point = points.get(sensor.name, sensor.position)
+            self._sensors.append(
+                (sensor.name, np.asarray(point, dtype=np.float64).reshape(3), sensor.reading)
+            )
         self.names: list[str] = [g.name for g in probes.heights] + [
-            name for name, _ in self._sensors
+            name for name, _, _ in self._sensors
         ]
         if len(set(self.names)) != len(self.names):
             raise ValueError(f"probe names must be unique, got {self.names}")
 
     @classmethod
     def for_case(cls, cfg: Config) -> ProbeSampler:
-        """The sampler of a case's configured probes, with its kernel, mass and tank."""
+        """The sampler of a case's configured probes, with its kernel, mass, tank and the
+        sensors' sample points."""
         return cls(
             cfg.probes,
             smoothing_length=cfg.smoothing_length,
@@ -187,6 +221,7 @@ class ProbeSampler:
             z_range=(cfg.tank.box.min[2], cfg.tank.box.max[2]),
             dp=cfg.dp,
             boundary=cfg.physics.boundary,
+            sample_points={s.name: sample_point(s, cfg) for s in cfg.probes.pressures},
         )
 
     @property
@@ -201,13 +236,9 @@ class ProbeSampler:
 
     @property
     def sensor_points(self) -> np.ndarray:
-        """The pressure sensors' positions, (k, 3), in the order `readings` takes their sums."""
-        return np.array([point for _, point in self._sensors], dtype=np.float64).reshape(-1, 3)
-
-    @property
-    def sensors_see_boundary(self) -> bool:
-        """Whether the Shepard sums of the sensors include boundary particles (mDBC)."""
-        return self._sensors_see_boundary
+        """Where the pressure sensors read the field, (k, 3), in the order `readings` takes
+        their sums."""
+        return np.array([p for _, p, _ in self._sensors], dtype=np.float64).reshape(-1, 3)
 
     def sample(self, snap: Snapshot) -> dict[str, float]:
         """The value of every probe (metres for gauges, pascals for sensors) in `snap`."""
@@ -216,9 +247,9 @@ class ProbeSampler:
         position = np.asarray(snap.position, dtype=np.float64)
         fluid_position = position[fluid]
         profiles = [self.mass_profile(fluid_position, x, y) for x, y in self._lines]
-        sensor_sums = np.zeros((len(self._sensors), 3), dtype=np.float64)
+        sensor_sums = np.zeros((len(self._sensors), SENSOR_SUMS), dtype=np.float64)
         if self._sensors:
-            used = fluid | (kind >= ParticleKind.WALL) if self._sensors_see_boundary else fluid
+            used = fluid | (kind >= ParticleKind.WALL)
             # Only particles within 2h of the sensors' bounding box can reach any of them.
             points = self.sensor_points
             lo = points.min(axis=0) - self._support
@@ -235,18 +266,19 @@ class ProbeSampler:
     def readings(self, profiles: Sequence[np.ndarray], sensor_sums: np.ndarray) -> dict[str, float]:
         """The value of every probe, by name in `names` order, from the sums around its points.
 
-        `profiles` holds the `mass_profile` of each line of `lines`; `sensor_sums` (k, 3) the
-        `shepard_sums` of each sensor of `sensor_points`. Whether the sums come from a snapshot
-        on the host (`sample`) or from the device (solver/output/device_probes.py), the probe
-        values derive from them here, by one definition.
+        `profiles` holds the `mass_profile` of each line of `lines`; `sensor_sums`
+        (k, SENSOR_SUMS) the `shepard_sums` of each sensor of `sensor_points`. Whether the sums
+        come from a snapshot on the host (`sample`) or from the device
+        (solver/output/device_probes.py), the probe values derive from them here, by one
+        definition.
         """
         values: dict[str, float] = {}
         for gauges, profile in zip(self._lines.values(), profiles, strict=True):
             runs = self.wet_runs(np.asarray(profile, dtype=np.float64))
             for name, surface in gauges:
                 values[name] = self.gauge_reading(runs, surface)
-        for (name, _), sums in zip(self._sensors, sensor_sums, strict=True):
-            values[name] = self.sensor_reading(*(float(value) for value in sums))
+        for (name, _, reading), sums in zip(self._sensors, sensor_sums, strict=True):
+            values[name] = self.sensor_reading(reading, *(float(value) for value in sums))
         return {name: values[name] for name in self.names}
 
     def mass_profile(self, position: np.ndarray, x: float, y: float) -> np.ndarray:
@@ -328,31 +360,54 @@ class ProbeSampler:
         density: np.ndarray,
         fluid: np.ndarray,
         point: np.ndarray,
-    ) -> tuple[float, float, int]:
+    ) -> tuple[float, float, int, float, float]:
         """The sums of the Shepard interpolation of pressure at `point` (see `sensor_reading`).
 
-        Over the given particles within 2h (fluid, plus boundary particles under mDBC; `fluid`
-        marks the fluid ones): sum_j p_j W_j V_j, sum_j W_j V_j with V_j = m / rho_j, and the
-        number of fluid particles among them.
+        Over the given particles within 2h, `fluid` marking the fluid ones: sum_j p_j W_j V_j
+        and sum_j W_j V_j (V_j = m / rho_j) over the fluid, the number of fluid particles, and
+        the same two sums over the others (boundary particles).
         """
         d = position - point[None, :]
         r2 = np.sum(d * d, axis=1)
         near = r2 < self._support * self._support
         weight = self._w(np.sqrt(r2[near]), self._h) * (self._mass / density[near])
+        p = pressure[near]
+        f = fluid[near]
         return (
-            float(np.sum(pressure[near] * weight)),
-            float(np.sum(weight)),
-            int(np.count_nonzero(fluid[near])),
+            float(np.sum(p[f] * weight[f])),
+            float(np.sum(weight[f])),
+            int(np.count_nonzero(f)),
+            float(np.sum(p[~f] * weight[~f])),
+            float(np.sum(weight[~f])),
         )
 
-    @staticmethod
-    def sensor_reading(numerator: float, denominator: float, fluid_near: float) -> float:
-        """A sensor's pressure [Pa] from its `shepard_sums`: the Shepard-normalised SPH
-        interpolation p(x) = sum_j p_j W_j V_j / sum_j W_j V_j, PySPH's Interpolator and
-        DualSPHysics' MeasureTool form. 0.0 where no fluid particle is within the kernel support
-        (a dry sensor), whatever boundary particles are there.
+    def sensor_reading(
+        self,
+        reading: str,
+        fluid_numerator: float,
+        fluid_denominator: float,
+        fluid_near: float,
+        boundary_numerator: float,
+        boundary_denominator: float,
+    ) -> float:
+        """A sensor's pressure [Pa] from its `shepard_sums`, by its `reading` (module doc).
+
+        "measuretool": the fluid's sum_j p_j W_j V_j / sum_j W_j V_j where the denominator
+        reaches KERNEL_SUM_LIMIT, else the numerator alone. "face": the Shepard average over
+        the fluid, and under mDBC the boundary particles too. 0.0 where no fluid particle is
+        within the kernel support (a dry sensor), whatever boundary particles are there.
         """
-        if fluid_near < 1 or not denominator > 0.0:
+        if fluid_near < 1:
+            return 0.0
+        if reading == "measuretool":
+            if fluid_denominator >= KERNEL_SUM_LIMIT:
+                return fluid_numerator / fluid_denominator
+            return fluid_numerator
+        numerator, denominator = fluid_numerator, fluid_denominator
+        if self._sensors_see_boundary:
+            numerator += boundary_numerator
+            denominator += boundary_denominator
+        if not denominator > 0.0:
             return 0.0
         return numerator / denominator
 

@@ -3,9 +3,9 @@ and pressures, the measured series, and `dambreak validate spheric_test2` for on
 
 Series of a run (`spheric_series`), from its probes.csv: H1..H4, the height gauges, as water
 heights above the tank floor [m] (the gauge gives the surface's z; the floor, tank min z, is
-subtracted); P1..P8, pressures [Pa]; and any column H<k>_<suffix> (e.g. H1_swl, H1_top):
-another definition of gauge H<k>'s height, handled like H<k> and compared with the measured
-H<k>.
+subtracted); P1..P8, pressures [Pa]; and any column H<k>_<suffix> (e.g. H1_swl, H1_top) or
+P<k>_<suffix> (e.g. P1_face): another definition of gauge H<k>'s height or another reading of
+sensor P<k>, handled like H<k> or P<k> and compared with the measured H<k> or P<k>.
 
 With --experiment FILE (`read_experiment_csv`: a column t and any of H1..H4, P1..P8 in SI
 units) the measurement is overlaid on the plots, and for every series in both the report gives
@@ -64,7 +64,7 @@ PRESSURE_PANELS: tuple[str, ...] = tuple(f"P{i}" for i in range(1, 9))
 #: The measured series of the benchmark: water heights H1..H4 [m], pressures P1..P8 [Pa].
 SPHERIC_SERIES: tuple[str, ...] = HEIGHT_PANELS + PRESSURE_PANELS
 
-_VARIANT = re.compile(r"(H[1-4])_\w+")
+_VARIANT = re.compile(r"(H[1-4]|P[1-8])_\w+")
 
 
 class ExperimentFileError(ValidationError):
@@ -73,7 +73,7 @@ class ExperimentFileError(ValidationError):
 
 def reference_name(name: str) -> str | None:
     """The measured series a probe column is compared with: itself for H1..H4 and P1..P8, H<k>
-    for a variant H<k>_<suffix>; None for any other column."""
+    or P<k> for a variant H<k>_<suffix> or P<k>_<suffix>; None for any other column."""
     if name in SPHERIC_SERIES:
         return name
     match = _VARIANT.fullmatch(name)
@@ -361,8 +361,8 @@ YARDSTICK_TEXT = (
     "the tension artefact of weakly compressible SPH at impacts); the impulse of the first "
     f"impact, the time integral of pressure over {IMPULSE_SPAN_S * 1000:g} ms from the first "
     f"sample at or above {ARRIVAL_PA:g} Pa, of each and their ratio (the peak of an impact is "
-    "not repeatable, its impulse is: Peregrine 2003). A variant H<k>_<suffix> is "
-    "compared with the measured H<k>."
+    "not repeatable, its impulse is: Peregrine 2003). A variant H<k>_<suffix> or "
+    "P<k>_<suffix> is compared with the measured H<k> or P<k>."
 )
 """How the yardstick is taken, for the reports."""
 
