@@ -43,6 +43,7 @@ from solver.output.observers import RunObservers, Schedule
 from solver.output.progress import ProgressBar, format_duration
 from solver.output.writer import OutputWriter, handover, held_bytes
 from solver.particle_kind import ParticleKind
+from solver.removal_log import REMOVED_CSV, write_removed_csv
 from solver.scene import build_scene
 from solver.simulation import Simulation
 from solver.step_batch import MAX_STEPS
@@ -272,6 +273,11 @@ def run_simulation(
         summary["exchange_share"] = exchange_s / max(loop_s, 1e-12)
     if not root:
         return summary
+    if world is None:  # a distributed run keeps no removal log (docs/scaling.md)
+        sim.log_removals()
+        if len(sim.removal_log):
+            write_removed_csv(out_dir / REMOVED_CSV, sim.removal_log.rows())
+            summary["removed_file"] = REMOVED_CSV
     atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     _print(
         f"done: {sim.steps} steps to t = {sim.time:.4g} s "

@@ -29,6 +29,7 @@ from solver.phase_timer import untimed
 from solver.physics.eos import tait_density, tait_pressure
 from solver.physics.interaction import build_interaction
 from solver.physics.mdbc import build_boundary_density
+from solver.removal_log import RemovalLog
 from solver.scene import Scene, build_scene
 from solver.snapshot import Snapshot
 from solver.step_batch import (
@@ -104,6 +105,10 @@ class Simulation:
         """Whether the last step ended on its limit (the target of `advance`)."""
         self.flagged = 0
         """Fluid particles flagged for removal so far (each is flagged once, then dropped)."""
+        self.removal_log = RemovalLog()
+        """Where and why the dropped particles left (solver/removal_log.py)."""
+        self._logged = 0
+        """`flagged` at the last `log_removals`."""
         self.skin = resolve_skin(cfg)
         # The skin's distance in the device's float type: the device decides with it when a
         # batch stops for a sort, the host whether to sort, from the same `moved` value.
@@ -182,12 +187,21 @@ class Simulation:
 
     def _sort(self) -> None:
         """Sort the live particles by (cell, id), dropping those flagged for removal."""
+        self.log_removals()
         p = self.particles
         n = self.grid.update(p.position, p.id, p.removed, p.count)
         p.reorder(self.grid.order, n)
         p.removed.fill(0)
         self.moved = 0.0
         self.sorts += 1
+
+    def log_removals(self) -> None:
+        """Add the particles flagged since the last call to `removal_log`: before each sort
+        drops them, and at the end of a run for those still waiting for a sort."""
+        if self.flagged > self._logged:
+            p = self.particles
+            self.removal_log.record(self.time, self.steps, p, p.count)
+            self._logged = self.flagged
 
     def _update_neighbours_and_forces(self, reach: float = 0.0) -> int:
         """Sort by cell when needed (`_sort_if_needed`), the boundary density (mDBC), then the
@@ -496,6 +510,8 @@ class Simulation:
             "flagged": np.int64(self.flagged),
             "until": np.float64(math.nan if self._until is None else self._until),
             "remaining": np.float64(self._remaining),
+            "removal_log": self.removal_log.rows(),
+            "logged": np.int64(self._logged),
         }
 
     def restore(self, state: dict[str, np.ndarray]) -> None:
@@ -525,3 +541,7 @@ class Simulation:
         until = float(state.get("until", math.nan))
         self._until = None if math.isnan(until) else until
         self._remaining = float(state.get("remaining", 0.0))
+        # The removal log (absent from checkpoints written before it existed: an empty log, and
+        # the flags pending in the state are logged at the next sort).
+        self.removal_log = RemovalLog(state.get("removal_log"))
+        self._logged = int(state.get("logged", len(self.removal_log)))

@@ -8,6 +8,7 @@ so that the next test using its fixtures starts Taichi afresh.
 """
 
 import argparse
+import csv
 import json
 import math
 import os
@@ -25,6 +26,7 @@ from solver.config import Config, load_config
 from solver.output.probes import read_probes
 from solver.output.vtk import read_pvd, read_snapshot, write_snapshot
 from solver.particle_kind import ParticleKind
+from solver.removal_log import REMOVED_CSV
 from solver.run import run_command, run_simulation
 from solver.simulation import Simulation
 from solver.snapshot import Snapshot
@@ -140,12 +142,15 @@ def test_front_moves_forward(quick_run: Run) -> None:
 
 def test_no_fluid_leaves_the_tank(quick_run: Run) -> None:
     """The dynamic boundary walls hold the water: every fluid particle of every snapshot lies
-    inside the tank's inner box."""
+    inside the tank's inner box; with nothing removed, the run writes no removed.csv."""
     lo = np.array(quick_run.cfg.tank.box.min)
     hi = np.array(quick_run.cfg.tank.box.max)
     for snap in quick_run.snapshots:
         x = snap.position[snap.kind == FLUID]
         assert np.all(x >= lo) and np.all(x <= hi), snap.time
+    assert quick_run.summary["removed"] == 0
+    assert not (quick_run.out / REMOVED_CSV).exists()
+    assert "removed_file" not in quick_run.summary
 
 
 def test_summary_has_every_key(quick_run: Run) -> None:
@@ -387,7 +392,8 @@ def test_particles_leaving_the_domain_are_removed_and_counted(tmp_path: Path) ->
     limit on the share removed), water 'falls' out of the domain: those particles are removed
     and counted (summary removed and removed_by_reason), the fluid mass drops by exactly
     removed * m, later snapshots hold the survivors only (ids unique), and the run goes on to
-    its end without NaN."""
+    its end without NaN. removed.csv lists each removed particle once, where it left the
+    domain (above its top), with the reason and a time within the run."""
     cfg = load_config(
         QUICK,
         [
@@ -413,6 +419,16 @@ def test_particles_leaving_the_domain_are_removed_and_counted(tmp_path: Path) ->
     assert np.all(last.position[:, 2] <= cfg.domain.max[2])
     for snap in run.snapshots:
         assert np.all(np.isfinite(snap.position)) and np.all(np.isfinite(snap.density))
+    assert summary["removed_file"] == REMOVED_CSV
+    with open(run.out / REMOVED_CSV) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == removed
+    assert {row["reason"] for row in rows} == {"outside_domain"}
+    ids = [int(row["id"]) for row in rows]
+    assert len(set(ids)) == removed and not set(ids) & set(last.id.tolist())
+    assert all(float(row["z"]) > cfg.domain.max[2] for row in rows)
+    assert all(0.0 < float(row["time"]) <= 0.2 + 1e-9 for row in rows)
+    assert all(float(row["vz"]) > 0.0 for row in rows)
 
 
 def test_a_runaway_particle_is_removed_and_the_run_goes_on(on_cpu: str) -> None:

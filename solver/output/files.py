@@ -23,6 +23,7 @@ RUN_FILE_PATTERNS: tuple[str, ...] = (
     "particles_*.npz",
     "particles.pvd",
     "probes.csv",
+    "removed.csv",
     "config.toml",
     "summary.json",
     "checkpoint.npz",
