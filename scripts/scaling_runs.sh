@@ -39,6 +39,9 @@ one-gpu)  # the CUDA path of the exchange, bitwise; its cost per step at 20M on 
     run 1 seed_1 0.0085 0.05
     run 2 seed_2 0.0085 0.05
     same "$out/seed_1" "$out/seed_2"
+    run 1 seed_sy_1 0.0085 0.05 --set time.integrator=symplectic
+    run 2 seed_sy_2 0.0085 0.05 --set time.integrator=symplectic
+    same "$out/seed_sy_1" "$out/seed_sy_2"
     run 1 n20M_1 "$dp20" 0.002
     run 2 n20M_2 "$dp20" 0.002
     ;;

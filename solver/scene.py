@@ -71,7 +71,13 @@ from solver.config import (
     TankConfig,
     geometric_tolerance,
 )
-from solver.lattice import face_lattice_size, fluid_index_range, surface_gap
+from solver.lattice import (
+    face_lattice_last_gap_split,
+    face_lattice_size,
+    fluid_index_range,
+    splits_wide_gaps,
+    surface_gap,
+)
 from solver.mesh_particles import (
     clear_of_surface,
     far_from,
@@ -120,9 +126,16 @@ class Scene:
         return {k.name: self.count(k) for k in ParticleKind}
 
 
-def face_lattice(lo: float, hi: float, dp: float, tol: float = 0.0) -> np.ndarray:
-    """lo, lo + dp, ... while <= hi - dp/2 (within tol), then hi: both faces exactly covered."""
-    inner = lo + dp * np.arange(face_lattice_size(lo, hi, dp, tol) - 1)
+def face_lattice(
+    lo: float, hi: float, dp: float, tol: float = 0.0, split_wide_gap: bool = False
+) -> np.ndarray:
+    """lo, lo + dp, ... while <= hi - dp/2 (within tol), then hi: both faces exactly covered;
+    with `split_wide_gap` no gap is wider than dp (a last gap wider than that is split in two
+    halves; solver/lattice.py)."""
+    split = split_wide_gap and face_lattice_last_gap_split(lo, hi, dp, tol)
+    inner = lo + dp * np.arange(face_lattice_size(lo, hi, dp, tol, split) - 1 - int(split))
+    if split:
+        inner = np.append(inner, 0.5 * (inner[-1] + hi))
     return np.append(inner, hi)
 
 
@@ -152,17 +165,20 @@ def _shell(coords: list[np.ndarray], marked: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts, axis=0)
 
 
-def wall_particles(tank: TankConfig, dp: float, tol: float = 0.0) -> np.ndarray:
+def wall_particles(
+    tank: TankConfig, dp: float, tol: float = 0.0, split_wide_gap: bool = False
+) -> np.ndarray:
     """Wall particles: `wall_layers` layers outward from `tank`'s faces, no lid if open.
 
-    `tank` is the wall lattice's tank: the config's grown by the surface gap.
+    `tank` is the wall lattice's tank: the config's grown by the surface gap; `split_wide_gap`
+    as for `face_lattice`.
     """
     layers = np.arange(tank.wall_layers)
     coords: list[np.ndarray] = []
     marked: list[np.ndarray] = []
     for a in range(3):
         lo, hi = tank.box.min[a], tank.box.max[a]
-        middle = face_lattice(lo, hi, dp, tol)[1:-1]
+        middle = face_lattice(lo, hi, dp, tol, split_wide_gap)[1:-1]
         below = lo - dp * layers[::-1]
         if a == 2 and tank.open_top:
             above = np.array([hi])
@@ -177,9 +193,12 @@ def wall_particles(tank: TankConfig, dp: float, tol: float = 0.0) -> np.ndarray:
     return _shell(coords, marked)
 
 
-def obstacle_particles(box: Box, dp: float, hollow: bool, layers: int, tol: float) -> np.ndarray:
-    """Points of an obstacle box: all of them, or the outer `layers` on every side if hollow."""
-    coords = [face_lattice(box.min[a], box.max[a], dp, tol) for a in range(3)]
+def obstacle_particles(
+    box: Box, dp: float, hollow: bool, layers: int, tol: float, split_wide_gap: bool = False
+) -> np.ndarray:
+    """Points of an obstacle box: all of them, or the outer `layers` on every side if hollow;
+    `split_wide_gap` as for `face_lattice`."""
+    coords = [face_lattice(box.min[a], box.max[a], dp, tol, split_wide_gap) for a in range(3)]
     if not hollow:
         return _product(*coords)
     marked = []
@@ -324,7 +343,8 @@ def build_scene(cfg: Config) -> Scene:
     dp = cfg.dp
     tol = geometric_tolerance(cfg)
     wall_tank = _wall_lattice_tank(cfg)
-    walls = wall_particles(wall_tank, dp, tol)
+    split = splits_wide_gaps(cfg.physics.boundary)
+    walls = wall_particles(wall_tank, dp, tol, split)
     terrain = terrain_particles(cfg, tol)
     terrain = terrain[_clear_of_walls(terrain, wall_tank, dp, tol)]
     boxes = _obstacle_lattice_boxes(cfg)
@@ -332,7 +352,9 @@ def build_scene(cfg: Config) -> Scene:
     placed = [terrain]  # particles of the terrain and of earlier mesh obstacles
     for i, obstacle in enumerate(cfg.obstacles):
         if obstacle.mesh is None:
-            pts = obstacle_particles(boxes[i], dp, obstacle.hollow, cfg.tank.wall_layers, tol)
+            pts = obstacle_particles(
+                boxes[i], dp, obstacle.hollow, cfg.tank.wall_layers, tol, split
+            )
         else:
             pts = mesh_obstacle_particles(obstacle, cfg, tol)
         pts = pts[_clear_of_walls(pts, wall_tank, dp, tol)]
@@ -396,6 +418,7 @@ def particle_count_bound(cfg: Config) -> int:
     dp = cfg.dp
     tol = geometric_tolerance(cfg)
     gap = surface_gap(cfg.physics.boundary)
+    split = splits_wide_gaps(cfg.physics.boundary)
     tank = cfg.tank.box
     fluid = 0
     for block in cfg.fluid_blocks:
@@ -406,7 +429,7 @@ def particle_count_bound(cfg: Config) -> int:
     layers = cfg.tank.wall_layers
     total, unmarked = [], []
     for a in range(3):
-        middle = face_lattice_size(wall_box.min[a], wall_box.max[a], dp, tol) - 2
+        middle = face_lattice_size(wall_box.min[a], wall_box.max[a], dp, tol, split) - 2
         open_top = a == 2 and cfg.tank.open_top
         total.append(layers + middle + (1 if open_top else layers))
         unmarked.append(middle + (1 if open_top else 0))
@@ -416,7 +439,7 @@ def particle_count_bound(cfg: Config) -> int:
         if obstacle.mesh is not None:
             obstacles += _mesh_count(obstacle.box, dp, gap, tol, obstacle, cfg)
             continue
-        sizes = [face_lattice_size(box.min[a], box.max[a], dp, tol) for a in range(3)]
+        sizes = [face_lattice_size(box.min[a], box.max[a], dp, tol, split) for a in range(3)]
         hollow_core = math.prod(max(n - 2 * layers, 0) for n in sizes) if obstacle.hollow else 0
         obstacles += math.prod(sizes) - hollow_core
     terrain = 0
