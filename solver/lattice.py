@@ -20,13 +20,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = [
-    "face_lattice_last_gap_split",
-    "face_lattice_size",
-    "fluid_index_range",
-    "splits_wide_gaps",
-    "surface_gap",
-]
+__all__ = ["evenly_spaced_walls", "face_lattice_size", "fluid_index_range", "surface_gap"]
 
 
 def surface_gap(boundary: str) -> float:
@@ -34,37 +28,18 @@ def surface_gap(boundary: str) -> float:
     return {"mdbc": 0.5, "dbc": 0.0}[boundary]
 
 
-def splits_wide_gaps(boundary: str) -> bool:
-    """Whether the boundary lattices of `boundary` split a last gap wider than dp (see
-    `face_lattice_last_gap_split`): under mDBC. DBC keeps the classic lattice, OpenFPM's, so
-    that the seed case's DBC variant is particle for particle OpenFPM's case."""
+def evenly_spaced_walls(boundary: str) -> bool:
+    """Whether the boundary lattices of `boundary` divide a face evenly (see `face_lattice` in
+    solver/scene.py): under mDBC. DBC keeps the classic lattice, OpenFPM's, so that the seed
+    case's DBC variant is particle for particle OpenFPM's case."""
     return boundary == "mdbc"
 
 
-def face_lattice_size(
-    lo: float, hi: float, dp: float, tol: float = 0.0, split_wide_gap: bool = False
-) -> int:
-    """Points of the face lattice lo, lo + dp, ... (<= hi - dp/2 within tol), then hi; with
-    `split_wide_gap`, one more point halfway across the last gap where that gap is wider than
-    dp (see `face_lattice_last_gap_split`)."""
-    inner = _face_inner_points(lo, hi, dp, tol)
-    return inner + 1 + int(split_wide_gap and face_lattice_last_gap_split(lo, hi, dp, tol))
-
-
-def _face_inner_points(lo: float, hi: float, dp: float, tol: float) -> int:
-    """How many of lo, lo + dp, ... lie at or below hi - dp/2 (within tol)."""
+def face_lattice_size(lo: float, hi: float, dp: float, tol: float = 0.0) -> int:
+    """Points of the face lattice lo, lo + dp, ... (<= hi - dp/2 within tol), then hi."""
     n = max(math.floor((hi - lo - 0.5 * dp + tol) / dp), 0)
-    return n + 1 if lo + dp * n <= hi - 0.5 * dp + tol else n
-
-
-def face_lattice_last_gap_split(lo: float, hi: float, dp: float, tol: float = 0.0) -> bool:
-    """Whether the face lattice splits its last gap: where the length hi - lo is not a
-    multiple of dp, the gap between the last point lo + k dp and hi lies between dp/2 and
-    3 dp/2, and a gap wider than dp is a hole in a wall of boundary particles through which
-    water under pressure seeps (SPHERIC test 2 at dp 0.0075 lost 1,777 particles through the
-    1.33 dp gaps along two faces of its tank; validation/README.md, section 3)."""
-    last = lo + dp * (_face_inner_points(lo, hi, dp, tol) - 1)
-    return hi - last > dp + tol
+    inner = n + 1 if lo + dp * n <= hi - 0.5 * dp + tol else n
+    return inner + 1
 
 
 def fluid_index_range(

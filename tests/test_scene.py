@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from solver.config import Config, ConfigError, load_config, loads_config
-from solver.lattice import face_lattice_size
 from solver.particle_kind import ParticleKind
 from solver.scene import Scene, build_scene, face_lattice, particle_count_bound
 from solver.surface_distance import nearest_on_surface
@@ -112,16 +111,16 @@ def seed_dbc_scene() -> Scene:
 
 
 def test_shipped_seed_case_count() -> None:
-    """As shipped (mDBC, three wall layers covering the support): 266,709 particles, the
+    """As shipped (mDBC, three wall layers covering the support): 263,784 particles, the
     same 128,310 fluid particles as OpenFPM's."""
     scene = build_scene(load_config(SEED))
-    assert (len(scene), scene.count(FLUID)) == (266_709, 128_310)
+    assert (len(scene), scene.count(FLUID)) == (263_784, 128_310)
 
 
 # -- counts ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("boundary", "total"), [("dbc", 171_665), ("mdbc", 173_547)])
+@pytest.mark.parametrize(("boundary", "total"), [("dbc", 171_665), ("mdbc", 172_568)])
 def test_seed_case_counts(boundary: str, total: int) -> None:
     """cases.md section 1: 47 x 78 x 35 = 128,310 fluid particles under both methods (the cell
     centres of mDBC fit as many as DBC's lattice on these block sizes); 171,665 in all with DBC,
@@ -137,10 +136,9 @@ def test_seed_case_obstacle_count(seed_dbc_scene: Scene) -> None:
 
 
 def test_seed_case_obstacle_count_mdbc(seed_scene: Scene) -> None:
-    """mDBC: a one-layer shell on the box shrunk by dp/2 (15 x 15 x 53 lattice: its last gap
-    across, 1.12 dp, split), bottom layer kept: it lies dp/2 above the floor surface, dp above
-    the floor's particles."""
-    assert seed_scene.count(OBSTACLE) == 15 * 15 * 53 - 13 * 13 * 51
+    """mDBC: a one-layer shell on the box shrunk by dp/2 (14 x 14 x 53 lattice), bottom layer
+    kept: it lies dp/2 above the floor surface, dp above the floor's particles."""
+    assert seed_scene.count(OBSTACLE) == 14 * 14 * 53 - 12 * 12 * 51
 
 
 @pytest.mark.parametrize("boundary", BOUNDARIES)
@@ -240,29 +238,33 @@ def test_closed_tank_has_no_close_pairs_and_a_lid(boundary: str) -> None:
 # -- walls ----------------------------------------------------------------------------------
 
 
-def test_face_lattice_covers_both_ends_with_no_gap_wider_than_dp() -> None:
-    """Both ends are points; every gap is dp but the last one or two, which lie between dp/2
-    and dp: a last gap of more than dp is split in halves (no hole in a wall), one of dp or
-    less is kept, so a length that is a multiple of dp keeps its exact lattice."""
-    cases = [
-        (0.0, 1.6, 0.0085, 2),  # the seed tank: last gap 1.24 dp, split
-        (-0.00375, 1.00375, 0.0075, 2),  # SPHERIC test 2's width at dp 0.0075 (mDBC): 1.33 dp
-        (0.0, 1.0, 0.05, 1),
-        (-0.3, 0.67, 0.04, 2),  # 1.25 dp: split
-        (0.0, 1.0, 0.06, 1),  # 0.67 dp: kept
-        (0.9, 1.02, 0.04, 1),
-    ]
-    for lo, hi, dp, uneven in cases:
-        x = face_lattice(lo, hi, dp, tol=1e-12, split_wide_gap=True)
+def test_even_face_lattice_has_no_gap_wider_than_dp() -> None:
+    """The tank walls' lattice under mDBC (`even`): the same points as the classic lattice,
+    spread evenly, so every gap is within dp / (2 n) of dp (no hole like the classic lattice's
+    last gap of 1.33 dp across SPHERIC test 2's tank at dp 0.0075); a length that is a
+    multiple of dp keeps the classic lattice bit for bit."""
+    for lo, hi, dp in [
+        (-0.00375, 1.00375, 0.0075),
+        (-0.00425, 1.60425, 0.0085),
+        (-0.3, 0.67, 0.04),
+    ]:
+        classic = face_lattice(lo, hi, dp, tol=1e-12)
+        x = face_lattice(lo, hi, dp, tol=1e-12, even=True)
+        assert len(x) == len(classic) and x[0] == lo and x[-1] == hi
+        n = len(x) - 1
+        assert np.diff(classic).max() > 1.2 * dp or np.diff(classic).min() < 0.8 * dp
+        assert np.allclose(np.diff(x), (hi - lo) / n) and abs((hi - lo) / n - dp) <= dp / (2 * n)
+    exact = (-0.01, 3.23, 0.02)  # SPHERIC test 2's length at dp 0.02 under mDBC: 162 dp
+    assert np.array_equal(face_lattice(*exact, tol=1e-9, even=True), face_lattice(*exact, tol=1e-9))
+
+
+def test_face_lattice_covers_both_ends() -> None:
+    for lo, hi, dp in [(0.0, 1.6, 0.0085), (0.0, 1.0, 0.05), (-0.3, 0.67, 0.04), (0.9, 1.02, 0.04)]:
+        x = face_lattice(lo, hi, dp, tol=1e-12)
         assert x[0] == lo and x[-1] == hi
-        assert len(x) == face_lattice_size(lo, hi, dp, tol=1e-12, split_wide_gap=True)
         gaps = np.diff(x)
-        assert np.all(gaps >= 0.5 * dp - 1e-12) and np.all(gaps <= dp + 1e-12), (lo, hi, dp)
-        assert np.allclose(gaps[:-uneven], dp)
-        assert np.all(x[:-uneven] == lo + dp * np.arange(len(x) - uneven))
-        classic = face_lattice(lo, hi, dp, tol=1e-12)  # DBC's, OpenFPM's: the last gap kept
-        assert np.allclose(np.diff(classic)[:-1], dp)
-        assert len(classic) == len(x) - (uneven - 1)
+        assert np.all(gaps >= 0.5 * dp - 1e-12) and np.all(gaps < 1.5 * dp)
+        assert np.allclose(gaps[:-1], dp)
 
 
 @pytest.mark.parametrize("boundary", BOUNDARIES)
@@ -304,11 +306,10 @@ def test_wall_layers_lie_on_their_planes(layers: int, boundary: str) -> None:
 
 
 def test_wall_count_seed_one_layer(seed_dbc_scene: Scene, seed_scene: Scene) -> None:
-    """Lattice lines per face. DBC (OpenFPM's lattice): floor 189 x 80, ends 2 x 80 x 47,
-    sides 2 x 187 x 47. mDBC (tank grown by dp/2, last gaps wider than dp split: 1.24 dp along
-    x, 1.06 dp up the walls): floor 191 x 81, ends 2 x 81 x 49, sides 2 x 189 x 49."""
+    """Lattice lines per face. DBC: floor 189 x 80, ends 2 x 80 x 47, sides 2 x 187 x 47.
+    mDBC (tank grown by dp/2): floor 190 x 81, ends 2 x 81 x 48, sides 2 x 188 x 48."""
     assert seed_dbc_scene.count(WALL) == 189 * 80 + 2 * 80 * 47 + 2 * 187 * 47
-    assert seed_scene.count(WALL) == 191 * 81 + 2 * 81 * 49 + 2 * 189 * 49
+    assert seed_scene.count(WALL) == 190 * 81 + 2 * 81 * 48 + 2 * 188 * 48
 
 
 # -- fluid ----------------------------------------------------------------------------------
