@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["evenly_spaced_walls", "face_lattice_size", "fluid_index_range", "surface_gap"]
+__all__ = ["even_boundary_lattice", "face_lattice_size", "fluid_index_range", "surface_gap"]
 
 
 def surface_gap(boundary: str) -> float:
@@ -28,10 +28,11 @@ def surface_gap(boundary: str) -> float:
     return {"mdbc": 0.5, "dbc": 0.0}[boundary]
 
 
-def evenly_spaced_walls(boundary: str) -> bool:
-    """Whether the boundary lattices of `boundary` divide a face evenly (see `face_lattice` in
-    solver/scene.py): under mDBC. DBC keeps the classic lattice, OpenFPM's, so that the seed
-    case's DBC variant is particle for particle OpenFPM's case."""
+def even_boundary_lattice(boundary: str) -> bool:
+    """Whether the boundary particles of `boundary` (tank walls and box obstacles) divide each
+    face evenly (see `face_lattice` in solver/scene.py): under mDBC. DBC keeps the classic
+    lattice, OpenFPM's, so that the seed case's DBC variant is particle for particle OpenFPM's
+    case."""
     return boundary == "mdbc"
 
 

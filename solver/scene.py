@@ -13,6 +13,8 @@ Lattice rules
 * Along one axis of a box [lo, hi], the face lattice is lo, lo + dp, ... up to hi - dp/2, then
   hi itself: anchored at the min face, with the max face covered exactly even when the length
   is not a multiple of dp. The one irregular gap (next to the max face) lies in [dp/2, 3 dp/2).
+  Under mDBC the same number of points divides [lo, hi] evenly instead (`face_lattice`), so
+  that no gap is a hole wider than dp; a length that is a multiple of dp keeps lo + k dp.
 * Tank walls: along each axis of the grown tank, `wall_layers` coordinates go outward from each
   face (lo - g - k dp and hi + g + k dp), and the face lattice fills between. Wall particles are
   the points of that product grid that lie in some axis' wall layers; with an open top there is
@@ -72,7 +74,7 @@ from solver.config import (
     geometric_tolerance,
 )
 from solver.lattice import (
-    evenly_spaced_walls,
+    even_boundary_lattice,
     face_lattice_size,
     fluid_index_range,
     surface_gap,
@@ -348,7 +350,7 @@ def build_scene(cfg: Config) -> Scene:
     dp = cfg.dp
     tol = geometric_tolerance(cfg)
     wall_tank = _wall_lattice_tank(cfg)
-    even = evenly_spaced_walls(cfg.physics.boundary)
+    even = even_boundary_lattice(cfg.physics.boundary)
     walls = wall_particles(wall_tank, dp, tol, even)
     terrain = terrain_particles(cfg, tol)
     terrain = terrain[_clear_of_walls(terrain, wall_tank, dp, tol)]
