@@ -392,7 +392,8 @@ CROSS_CHECKS: tuple[str, ...] = (
     "and every vertical line of the fluid lattice through the tank crosses it exactly once.",
     "The domain contains the tank walls (`wall_layers` layers, the innermost dp/2 outside the "
     "tank under mdbc) and every obstacle.",
-    "Height gauges lie inside the tank in x and y; pressure sensors lie inside the tank.",
+    "Height gauges lie inside the tank in x and y; pressure sensors lie inside the tank, and so "
+    "does the point a `measuretool` sensor reads (1.5 h along its normal); a `normal` is not zero.",
     "Probe names are unique across `probes.height` and `probes.pressure`.",
     "`physics.rho_min < physics.rho0 < physics.rho_max`.",
     "`physics.gravity` is not zero.",
