@@ -431,6 +431,34 @@ def test_particles_leaving_the_domain_are_removed_and_counted(tmp_path: Path) ->
     assert all(float(row["vz"]) > 0.0 for row in rows)
 
 
+def test_removal_log_survives_a_restore(on_cpu: str) -> None:
+    """Water 'falling' up out of the domain (as above), the state taken halfway, after the
+    first removals, and restored into a fresh simulation: its removal log goes on to the very
+    rows of the run that was never interrupted, each particle once."""
+    overrides = [
+        "physics.gravity=[0.0, 0.0, 9.81]",
+        "domain.min=[-0.25, -0.25, -0.25]",
+        "domain.max=[1.85, 0.92, 0.45]",
+        "physics.max_removed=1.0",
+    ]
+    cfg = load_config(QUICK, overrides)
+    whole = Simulation(cfg)
+    whole.advance(0.12)
+    while len(whole.removal_log) == 0:  # removals logged (at a sort) before the state
+        whole.advance(whole.time + 0.02)
+    state = whole.state()
+    whole.advance(0.2)
+    whole.log_removals()
+    restored = Simulation(cfg)
+    restored.restore(state)
+    restored.advance(0.2)
+    restored.log_removals()
+    rows = whole.removal_log.rows()
+    assert len(rows) == whole.flagged > len(state["removal_log"]) > 0
+    assert np.array_equal(restored.removal_log.rows(), rows)
+    assert len(np.unique(rows[:, 2])) == len(rows)
+
+
 def test_a_runaway_particle_is_removed_and_the_run_goes_on(on_cpu: str) -> None:
     """The top fluid particle of the column, given 50 m/s upward, leaves the domain (cut 5 cm
     above the tank) and the density band within 200 steps; it is removed (counted by reason,
