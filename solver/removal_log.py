@@ -39,12 +39,12 @@ class RemovalLog:
     """The removed particles of a run so far: rows of COLUMNS plus the reason flag."""
 
     def __init__(self, rows: np.ndarray | None = None) -> None:
-        """An empty log, or one holding `rows` (from `rows`, e.g. a checkpoint's)."""
+        """An empty log, or one holding `rows` (as `rows` gives them, e.g. from a checkpoint)."""
         width = len(COLUMNS) + 1
         self._rows = [] if rows is None else [np.asarray(rows, dtype=np.float64).reshape(-1, width)]
 
     def record(self, time: float, step: int, particles: ParticleArrays, count: int) -> None:
-        """Add the flagged ones among the first `count` of `particles` (ParticleArrays)."""
+        """Add the particles flagged among the first `count` of `particles`, by id."""
         reason = particles.removed.to_numpy()[:count]
         flagged = np.flatnonzero(reason)
         if flagged.size == 0:
