@@ -91,6 +91,7 @@ def test_prepare_output_dir_force_clears_run_files_only(tmp_path: Path) -> None:
         "particles_000007.npz",
         "particles.pvd",
         "probes.csv",
+        "removed.csv",
         "config.toml",
         "summary.json",
         "checkpoint.npz",
@@ -106,7 +107,7 @@ def test_prepare_output_dir_force_clears_run_files_only(tmp_path: Path) -> None:
     remaining = sorted(p.name for p in tmp_path.iterdir())
     assert remaining == sorted([*kept, "figures"])
     assert (tmp_path / "figures" / "probes.csv").exists()
-    assert len(RUN_FILE_PATTERNS) == 7
+    assert len(RUN_FILE_PATTERNS) == 8
 
 
 def test_prepare_output_dir_rejects_a_file(tmp_path: Path) -> None:

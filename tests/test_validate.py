@@ -221,9 +221,11 @@ def test_spheric_series_without_experiment(spheric_run: Path, tmp_path: Path) ->
     for name in ("report.md", "report.json", "heights.png", "pressures.png", "spheric_series.csv"):
         assert (out / name).is_file(), name
     header = (out / "spheric_series.csv").read_text().splitlines()[0].split(",")
-    # the shipped config reads every gauge three ways (H<k>, H<k>_swl, H<k>_top)
+    # the shipped config reads every gauge three ways (H<k>, H<k>_swl, H<k>_top) and every
+    # sensor two (P<k> as DualSPHysics' MeasureTool, P<k>_face on the face)
     heights = [f"H{k}{variant}" for k in range(1, 5) for variant in ("", "_swl", "_top")]
-    assert header == ["t", *heights] + [f"P{i}" for i in range(1, 9)]
+    pressures = [f"P{k}{variant}" for k in range(1, 9) for variant in ("", "_face")]
+    assert header == ["t", *heights, *pressures]
 
 
 def test_spheric_against_an_experiment_file(spheric_run: Path, tmp_path: Path) -> None:
@@ -252,15 +254,15 @@ def test_spheric_against_an_experiment_file(spheric_run: Path, tmp_path: Path) -
     assert dambreak(args) == 0
     report = json.loads((out / "report.json").read_text())
     result = report["comparison"]
-    # the gauge variants H<k>_swl, H<k>_top are compared with the measured H<k> too
-    assert sorted(result) == ["H1", "H1_swl", "H1_top", "H2", "H2_swl", "H2_top", "P1"]
+    # the variants H<k>_swl, H<k>_top, P<k>_face are compared with the measured H<k>, P<k> too
+    assert sorted(result) == ["H1", "H1_swl", "H1_top", "H2", "H2_swl", "H2_top", "P1", "P1_face"]
     assert result["H1"]["rms_error"] == pytest.approx(0.01, rel=2e-3)
     assert result["H2"]["rms_error"] < 1e-4 and result["H2"]["points"] == t.size - 20
     assert result["P1"]["peak_exp"] == pytest.approx(1000.0, rel=5e-3)  # sampled off-peak
     assert result["P1"]["peak_exp_time"] == pytest.approx(0.515, abs=0.006)
     assert result["P1"]["peak_sim_time"] == pytest.approx(0.5)
     yardstick = report["yardstick"]  # window means: 50 ms heights, 20 ms pressures
-    assert sorted(yardstick) == ["H1", "H1_swl", "H1_top", "H2", "H2_swl", "H2_top", "P1"]
+    assert sorted(yardstick) == sorted(result)
     assert yardstick["H1"]["bias"] == pytest.approx(-0.01, abs=1e-4)  # other sample times
     assert yardstick["H2"]["rms"] < 1e-3
     assert any("notes" in note for note in report["notes"])
