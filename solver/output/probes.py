@@ -249,18 +249,18 @@ class ProbeSampler:
         profiles = [self.mass_profile(fluid_position, x, y) for x, y in self._lines]
         sensor_sums = np.zeros((len(self._sensors), SENSOR_SUMS), dtype=np.float64)
         if self._sensors:
-            used = fluid | (kind >= ParticleKind.WALL)
-            # Only particles within 2h of the sensors' bounding box can reach any of them.
+            # Every particle takes part (fluid and boundary are summed apart); only those
+            # within 2h of the sensors' bounding box can reach any of them.
             points = self.sensor_points
             lo = points.min(axis=0) - self._support
             hi = points.max(axis=0) + self._support
-            used &= np.all((position >= lo) & (position <= hi), axis=1)
+            used = np.all((position >= lo) & (position <= hi), axis=1)
+            near = position[used]
             pressure = np.asarray(snap.pressure, dtype=np.float64)[used]
             density = np.asarray(snap.density, dtype=np.float64)[used]
+            near_fluid = fluid[used]
             for k, point in enumerate(points):
-                sensor_sums[k] = self.shepard_sums(
-                    position[used], pressure, density, fluid[used], point
-                )
+                sensor_sums[k] = self.shepard_sums(near, pressure, density, near_fluid, point)
         return self.readings(profiles, sensor_sums)
 
     def readings(self, profiles: Sequence[np.ndarray], sensor_sums: np.ndarray) -> dict[str, float]:
