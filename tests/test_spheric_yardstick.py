@@ -206,14 +206,20 @@ def make_run(
     names: list[str] | None = None,
     case: str = "spheric_test2",
     t: np.ndarray = T_MS,
+    departs_after: float = math.inf,
 ) -> Path:
     """A spheric_test2 run folder at `dp` whose series are the limit plus dp (heights, m) or
-    1000 dp (pressures, Pa), with a summary.json like `dambreak run` writes."""
+    1000 dp (pressures, Pa), and 1 m (1 kPa) more after `departs_after` [s], with a
+    summary.json like `dambreak run` writes."""
     cfg = load_config(
         REPO / "configs" / "spheric_test2.toml", [f"particles.dp={dp}", f"case.name={case}"]
     )
     names = names if names is not None else HEIGHTS + PRESSURES
-    series = {n: limit(n, t) + (dp if n.startswith("H") else 1000.0 * dp) for n in names}
+    departure = np.where(t > departs_after, 1.0, 0.0)
+    series = {
+        n: limit(n, t) + (dp + departure if n.startswith("H") else 1000.0 * (dp + departure))
+        for n in names
+    }
     fluid = round(1e-3 / dp**3)
     summary = {
         "case": case,
@@ -302,6 +308,35 @@ def test_convergence_with_experiment_gives_each_runs_yardstick(
         assert ys["P1"]["level_ratio"] == pytest.approx((300 + 1000 * dp) / 300, rel=1e-6)
     assert "in the run but not measured: H1, H3, H4, P2," in report["notes"][0]
     assert "| P1 | #3 |" in (out / "report.md").read_text()
+
+
+def test_convergence_until_compares_the_first_seconds_alone(
+    runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """--until 1.5: a finest run that departs from the limit by 1 m (1 kPa) after 1.5 s is
+    compared over [0, 1.5] alone, where the differences are the exact 0.02 then 0.01; without
+    --until the departure shows. --until without --runs, or not positive, is refused."""
+    departing = make_run(tmp_path / "dp0.01_departs", 0.01, departs_after=1.5)
+    folders = [*map(str, runs[:2]), str(departing)]
+    out = tmp_path / "report"
+    args = ["validate", "spheric_test2", "--runs", *folders, "--out", str(out)]
+    assert dambreak([*args, "--until", "1.5"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["until_s"] == 1.5
+    assert [r["probe_end_time"] for r in report["runs"]] == pytest.approx([1.4995] * 3)
+    for name, entry in report["successive_differences"].items():
+        scale = 1.0 if name.startswith("H") else 1000.0
+        assert [p["rms"] for p in entry["pairs"]] == pytest.approx([0.02 * scale, 0.01 * scale])
+    assert "compared over their first 1.5 s (--until)" in (out / "report.md").read_text()
+    assert dambreak([*args, "--force"]) == 0
+    whole = json.loads((out / "report.json").read_text())
+    assert whole["until_s"] is None
+    assert whole["successive_differences"]["H1"]["pairs"][1]["rms"] > 0.5
+    capsys.readouterr()
+    assert dambreak(["validate", "spheric_test2", "--run", str(runs[0]), "--until", "1"]) == 2
+    assert "--until is for a convergence study" in capsys.readouterr().err
+    assert dambreak([*args, "--force", "--until", "0"]) == 2
+    assert "--until 0: must be a time > 0 s" in capsys.readouterr().err
 
 
 def test_convergence_refuses_a_non_empty_report_folder_without_force(

@@ -15,6 +15,10 @@ DIR) gives:
   the acoustic ringing;
 - with --experiment FILE, the yardstick of `spheric_metrics` for every run side by side.
 
+`--until T` compares the runs over [0, T] only, so that a finest run that covers the first
+seconds alone is measured against the coarser ones on the same span (every series is cut at T
+before anything is computed; T beyond the shortest run changes nothing).
+
 Everything is checked before anything is written: a folder that is not a run or has no SPHERIC
 series, runs of different cases, different probe names or dp not decreasing, a malformed
 experiment file, and a report folder that already holds files (unless force) are refused with
@@ -24,6 +28,7 @@ a ValidationError or RunFolderError naming the folder.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +61,26 @@ __all__ = [
 ]
 
 
-def open_runs(paths: Sequence[Path]) -> list[SphericRun]:
-    """Open the run folders and read their SPHERIC series, checking that they are one case with
-    the same series, coarse to fine; ValidationError (or RunFolderError) naming the folder."""
+def cut_at(data: SphericRun, until: float) -> SphericRun:
+    """The run's series over [0, until] alone (module doc, --until)."""
+    keep = data.t <= until
+    return replace(data, t=data.t[keep], series={n: v[keep] for n, v in data.series.items()})
+
+
+def open_runs(paths: Sequence[Path], until: float | None = None) -> list[SphericRun]:
+    """Open the run folders and read their SPHERIC series (cut at `until` [s] if given),
+    checking that they are one case with the same series, coarse to fine; ValidationError (or
+    RunFolderError) naming the folder."""
     runs = [spheric_series(RunFolder.open(path)) for path in paths]
+    if until is not None:
+        if until <= 0.0:
+            raise ValidationError(f"--until {until:g}: must be a time > 0 s")
+        runs = [cut_at(data, until) for data in runs]
+        short = [d.run.path for d in runs if d.t.size < 2]
+        if short:
+            raise ValidationError(
+                f"{short[0]}: fewer than 2 probe samples before --until {until:g} s"
+            )
     first = runs[0]
     for previous, data in zip(runs, runs[1:], strict=False):
         path, case = data.run.path, data.run.config.name
@@ -210,11 +231,17 @@ def impulse_convergence(runs: Sequence[SphericRun]) -> dict[str, dict[str, Any]]
 
 
 def validate_convergence(
-    paths: Sequence[Path], out_dir: Path, experiment_file: Path | None, *, force: bool = False
+    paths: Sequence[Path],
+    out_dir: Path,
+    experiment_file: Path | None,
+    *,
+    force: bool = False,
+    until: float | None = None,
 ) -> None:
     """Write the convergence report of the runs at `paths` (coarse to fine) into `out_dir`
-    (module doc); nothing is written when an input is refused."""
-    runs = open_runs(paths)
+    (module doc), over [0, until] if `until` is given; nothing is written when an input is
+    refused."""
+    runs = open_runs(paths, until)
     experiment = None
     notes: list[str] = []
     if experiment_file is not None:
@@ -249,7 +276,8 @@ def validate_convergence(
     lines = [
         "# Convergence: SPHERIC benchmark test 2 (dam break on a box)",
         "",
-        f"{len(runs)} runs of case {runs[0].run.config.name!r}, coarse to fine.",
+        f"{len(runs)} runs of case {runs[0].run.config.name!r}, coarse to fine"
+        + (f", compared over their first {until:g} s (--until)." if until is not None else "."),
         "",
         markdown_table(headers, rows),
         "",
@@ -319,6 +347,7 @@ def validate_convergence(
             "mode": "convergence",
             "runs": facts,
             "experiment": str(experiment_file) if experiment_file else None,
+            "until_s": until,
             "series": list(runs[0].series),
             "successive_differences": differences,
             "impulses": impulses,

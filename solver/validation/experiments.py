@@ -520,6 +520,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out", help="report folder (default <run>/validation; required with --runs)"
     )
     parser.add_argument(
+        "--until",
+        type=float,
+        metavar="T",
+        help="with --runs: compare the runs over their first T seconds only",
+    )
+    parser.add_argument(
         "--backend",
         choices=BACKEND_CHOICES,
         default="auto",
@@ -586,7 +592,9 @@ def _convergence(args: argparse.Namespace) -> int:
     out_dir = Path(args.out)
     experiment = Path(args.experiment) if args.experiment else None
     try:
-        validate_convergence([Path(r) for r in args.runs], out_dir, experiment, force=args.force)
+        validate_convergence(
+            [Path(r) for r in args.runs], out_dir, experiment, force=args.force, until=args.until
+        )
     except (RunFolderError, ValidationError) as exc:
         print(f"dambreak validate: {exc}", file=sys.stderr)
         return 2
@@ -605,6 +613,9 @@ def main(args: argparse.Namespace) -> int:
             "tables in validation/data/",
             file=sys.stderr,
         )
+        return 2
+    if args.until is not None and args.runs is None:
+        print("dambreak validate: --until is for a convergence study (--runs)", file=sys.stderr)
         return 2
     if args.runs is not None:
         return _convergence(args)
