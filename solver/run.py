@@ -44,7 +44,7 @@ from solver.output.progress import ProgressBar, format_duration
 from solver.output.writer import OutputWriter, handover, held_bytes
 from solver.particle_kind import ParticleKind
 from solver.removal_log import REMOVED_CSV, write_removed_csv
-from solver.scene import build_scene
+from solver.scene import build_scene, lattice_mismatches
 from solver.simulation import Simulation
 from solver.step_batch import MAX_STEPS
 
@@ -134,6 +134,9 @@ def run_simulation(
         + ", ".join(f"{v} {k.lower()}" for k, v in counts.items())
         + f", {len(sim.scene.kind)} in all"
     )
+    lattice_notes = lattice_mismatches(cfg)
+    for note in lattice_notes:
+        say(f"note: {note}")
     writer = OutputWriter()
     if resume is None:
         observers = RunObservers(cfg, out_dir, probes, writer, files=root)
@@ -248,6 +251,7 @@ def run_simulation(
         "taichi_version": info.taichi_version,
         "python_version": platform.python_version(),
         "particles": {k.lower(): v for k, v in counts.items()} | {"total": len(sim.scene.kind)},
+        "lattice_notes": lattice_notes,
         "steps": sim.steps,
         "simulated_time": sim.time,
         "wall_time_s": wallclock.perf_counter() - started,

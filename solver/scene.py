@@ -90,7 +90,7 @@ from solver.mesh_particles import (
 )
 from solver.particle_kind import ParticleKind
 
-__all__ = ["Scene", "build_scene", "face_lattice", "particle_count_bound"]
+__all__ = ["Scene", "build_scene", "face_lattice", "lattice_mismatches", "particle_count_bound"]
 
 
 @dataclass(frozen=True)
@@ -276,6 +276,58 @@ def _block_indices(tank: Box, block: Box, axis: int, dp: float, tol: float, gap:
     return fluid_index_range(
         tank.min[axis], tank.max[axis], block.min[axis], block.max[axis], dp, tol, gap
     )
+
+
+MISMATCH_FRACTION = 0.25
+"""A fluid block's built extent is reported when one of its ends lies this many dp or more
+from the block's face (`lattice_mismatches`)."""
+
+
+def lattice_mismatches(cfg: Config) -> list[str]:
+    """Where a box [[fluid]] block's lattice does not fill the block it is built from.
+
+    The fluid lattice has spacing dp, so a block whose extent is not a whole number of dp
+    (reached from the tank's faces) is built up to dp/2 longer or shorter: SPHERIC test 2's
+    0.55 m reservoir is 27.5 dp deep at dp = 0.02 and starts 0.56 m deep. The water a particle
+    stands for is its cell of side dp around it, and the water can reach the tank's solid
+    surfaces (under DBC it keeps dp/2 from the wall layer on them); an end of the built water
+    MISMATCH_FRACTION dp or more from the block's (clipped to that reach) gives one line naming
+    the block, the axis and both extents. Blocks bounded by a mesh are not checked. The message
+    is a note, not an error: the lattice is the nearest the spacing allows.
+    """
+    dp = cfg.dp
+    tol = geometric_tolerance(cfg)
+    gap = surface_gap(cfg.physics.boundary)
+    tank = cfg.tank.box
+    notes = []
+    for i, block in enumerate(cfg.fluid_blocks):
+        if block.mesh is not None:
+            continue
+        for axis in range(3):
+            indices = _block_indices(tank, block, axis, dp, tol, gap)
+            if len(indices) == 0:
+                continue
+            reach = (0.5 - gap) * dp  # from a tank face to the first cell's lower side
+            given = (
+                max(block.min[axis], tank.min[axis] + reach),
+                min(block.max[axis], tank.max[axis] - reach),
+            )
+            built = (
+                tank.min[axis] + dp * (indices[0] + gap - 0.5),
+                tank.min[axis] + dp * (indices[-1] + gap + 0.5),
+            )
+            if max(abs(b - g) for b, g in zip(built, given, strict=True)) < (
+                MISMATCH_FRACTION * dp - tol
+            ):
+                continue
+            name = "xyz"[axis]
+            notes.append(
+                f"{cfg.source}: fluid[{i}] along {name} is built as {len(indices)} layers of "
+                f"dp = {dp:g} m, [{built[0]:.6g}, {built[1]:.6g}] m, where the block fills "
+                f"[{given[0]:.6g}, {given[1]:.6g}] m ({given[1] - given[0]:.6g} m = "
+                f"{(given[1] - given[0]) / dp:.4g} dp); a dp that divides it builds it exactly"
+            )
+    return notes
 
 
 def terrain_particles(cfg: Config, tol: float) -> np.ndarray:

@@ -14,7 +14,13 @@ import pytest
 
 from solver.config import Config, ConfigError, load_config, loads_config
 from solver.particle_kind import ParticleKind
-from solver.scene import Scene, build_scene, face_lattice, particle_count_bound
+from solver.scene import (
+    Scene,
+    build_scene,
+    face_lattice,
+    lattice_mismatches,
+    particle_count_bound,
+)
 from solver.surface_distance import nearest_on_surface
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -156,6 +162,23 @@ def test_spheric_test2_fluid_on_cell_centres() -> None:
     assert len(fluid) == 61 * 50 * 28 == 85_400
     assert fluid.min(axis=0) == pytest.approx([2.01, 0.01, 0.01], abs=1e-12)
     assert fluid.max(axis=0) == pytest.approx([3.21, 0.99, 0.55], abs=1e-12)
+
+
+def test_lattice_mismatches_name_the_blocks_the_lattice_cannot_fill() -> None:
+    """SPHERIC test 2's reservoir, 1.228 x 1 x 0.55 m: at dp 0.02 its depth is 27.5 dp and its
+    length 61.4 dp, so the lattice builds 0.56 m of water from x = 2.00 (both noted, y fits);
+    at dp 0.01 every side is a whole number of dp and nothing is noted. Under DBC the water
+    keeps dp/2 from the wall layer, which is no mismatch: the seed case's OpenFPM variant
+    notes only its x end (0.4 m = 46.56 dp), not the floor or the walls it stands on."""
+    spheric = ROOT / "configs" / "spheric_test2.toml"
+    notes = lattice_mismatches(load_config(spheric))
+    assert len(notes) == 2
+    assert "fluid[0] along x is built as 61 layers" in notes[0] and "[2, 3.22] m" in notes[0]
+    assert "fluid[0] along z is built as 28 layers of dp = 0.02 m, [0, 0.56] m" in notes[1]
+    assert "[0, 0.55] m (0.55 m = 27.5 dp)" in notes[1]
+    assert lattice_mismatches(load_config(spheric, ["particles.dp=0.01"])) == []
+    openfpm = lattice_mismatches(seed(1, "dbc"))
+    assert [n.split(" is built")[0].split(": ")[-1] for n in openfpm] == ["fluid[0] along x"]
 
 
 def test_scene_arrays_and_kind_order(seed_scene: Scene) -> None:
