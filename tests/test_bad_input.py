@@ -156,17 +156,19 @@ def test_bad_override_is_refused(
     assert_refused(code, err, (str(GOOD),) + fragments, out)
 
 
-@pytest.mark.parametrize("backend", ["vulkan", "metal"])
+@pytest.mark.parametrize("backend", ["vulkan", "metal", "cuda"])
 def test_f64_on_an_f32_backend_names_file_key_and_choices(
     backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """f64 runs on the CPU alone: Vulkan and Metal have no f64 kernels, and on CUDA Taichi 1.7.4
+    faults in the cell-grid kernel (solver/backend.py); refused before anything is written."""
     out = tmp_path / "out"
     args = [str(GOOD), "--out", str(out), "--backend", backend, "--set", "physics.precision=f64"]
     code, err = run_cli(args, capsys)
     fragments = (
         f'{GOOD}: physics.precision = "f64" is not allowed on backend {backend}',
         'allowed there: "f32"',
-        "or run on cpu, cuda",
+        "or run on cpu",
     )
     assert_refused(code, err, fragments, out)
 
