@@ -8,17 +8,14 @@
 #       sensors every 1 ms, compared by scripts/boundary_comparison.py; the column collapse at
 #       a / dp = 20 (shipped) and 40, each validated;
 #   bash scripts/convergence_runs.sh finest [OUT_DIR] [SECONDS] [END]
-#       SPHERIC test 2 at dp 0.0075 (2.2M particles) over its first END seconds (default 2.5);
-#   bash scripts/convergence_runs.sh rounding [OUT_DIR] [SECONDS]
-#       SPHERIC test 2 at dp 0.02 over 6 s in f64: against the f32 run of six_seconds, the
-#       difference that rounding alone makes, the floor under any difference between resolutions.
+#       SPHERIC test 2 at dp 0.0075 (2.2M particles) over its first END seconds (default 2.5).
 # (after `source scripts/device_env.sh` there). Runs go in order of importance and stop when
 # SECONDS (default 570) have passed, so that a call keeps time to pack its results: every
 # run's probes.csv, summary.json, config.toml and removed.csv, and the reports, go into
 # OUT_DIR/results.tar.gz (snapshots stay there: a call returns few files).
 # validation/README.md, section 3 ("Convergence with the shipped scene"), has what they gave.
 set -u
-phase=${1:?six_seconds, walls, finest or rounding}
+phase=${1:?six_seconds, walls or finest}
 out=${2:-outputs/convergence}
 deadline=$((SECONDS + ${3:-570}))
 end=${4:-2.5}
@@ -60,11 +57,8 @@ walls)
 finest)
     spheric sp0075 0.0075 --set time.end="$end"
     ;;
-rounding)
-    spheric sp02_f64 0.02 --set physics.precision=f64
-    ;;
 *)
-    echo "unknown phase '$phase': six_seconds, walls, finest or rounding" >&2
+    echo "unknown phase '$phase': six_seconds, walls or finest" >&2
     exit 2
     ;;
 esac
