@@ -331,8 +331,12 @@ def test_simulation_time_step_uses_the_maxima_of_the_interaction(on_cpu: str) ->
         maxima = [float(v) for v in sim.last_maxima()]
         # Taken on the device in float32: the rule's value to float32 rounding.
         assert sim.dt == pytest.approx(time_step(cfg, *maxima), rel=1e-6)
-        # |v| is the velocity the interaction saw: the largest over fluid particles, exactly.
-        assert maxima[1] == np.linalg.norm(velocity[kind == FLUID], axis=1).astype(np.float32).max()
+        # |v| is the velocity the interaction saw: the largest over fluid particles. The
+        # kernel's |v| may round its sum of squares differently (LLVM fuses multiply-adds on
+        # the CPU; numpy 2.4's norm does not), so the maximum agrees to one unit in the last
+        # place of float32, not bit for bit.
+        speeds = np.linalg.norm(velocity[kind == FLUID], axis=1).astype(np.float32)
+        assert abs(maxima[1] - float(speeds.max())) <= float(np.spacing(speeds.max()))
     assert fluid.any() and maxima[0] > 9.0 and maxima[1] > 0.0  # a moving dam break
 
 
