@@ -167,7 +167,8 @@ def test_spheric_test2_fluid_on_cell_centres() -> None:
 def test_lattice_mismatches_name_the_blocks_the_lattice_cannot_fill() -> None:
     """SPHERIC test 2's reservoir, 1.228 x 1 x 0.55 m: at dp 0.02 its depth is 27.5 dp and its
     length 61.4 dp, so the lattice builds 0.56 m of water from x = 2.00 (both noted, y fits);
-    at dp 0.01 every side is a whole number of dp and nothing is noted. Under DBC the water
+    at dp 0.01 the depth is 55 dp and the built length starts 0.2 dp from the block's, under
+    the dp/4 that is noted, so nothing is. Under DBC the water
     keeps dp/2 from the wall layer, which is no mismatch: the seed case's OpenFPM variant
     notes only its x end (0.4 m = 46.56 dp), not the floor or the walls it stands on."""
     spheric = ROOT / "configs" / "spheric_test2.toml"
