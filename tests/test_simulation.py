@@ -413,6 +413,8 @@ def test_particles_leaving_the_domain_are_removed_and_counted(tmp_path: Path) ->
     assert summary["simulated_time"] == pytest.approx(0.2)
     fluid0 = summary["particles"]["fluid"]
     assert summary["mass_final"] == pytest.approx((fluid0 - removed) * cfg.particle_mass, rel=1e-12)
+    # quick.toml's 0.3 m of water is 7.5 dp deep at dp 0.04: summary.json keeps the note.
+    assert any("along z is built as 8 layers" in note for note in summary["lattice_notes"])
     last = run.snapshots[-1]
     assert int(np.count_nonzero(last.kind == FLUID)) == fluid0 - removed
     assert len(np.unique(last.id)) == last.count == summary["particles"]["total"] - removed
