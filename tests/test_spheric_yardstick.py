@@ -268,6 +268,9 @@ def test_convergence_differences_shrink_for_converging_runs(
     assert "| #3 | " in text and "removed: density_out_of_band" in text
     assert "| H1 | m | 50 | 0.02 | 0.01 | 0.5 | yes |" in text
     assert report["yardstick"] == {}
+    # The water as built: at dp 0.02 (and 0.04) the 0.55 m reservoir starts 0.56 m deep.
+    depth = [n for n in report["notes"] if "along z is built as" in n]
+    assert len(depth) == 2 and "28 layers of dp = 0.02 m, [0, 0.56] m" in depth[1]
     impulses = report["impulses"]
     assert list(impulses) == PRESSURES
     for name, entry in impulses.items():

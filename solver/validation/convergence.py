@@ -32,6 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from solver.scene import lattice_mismatches
 from solver.validation.experiments import ValidationError
 from solver.validation.plots import fmt, markdown_table, write_json, write_report_md
 from solver.validation.run_folder import RunFolder
@@ -252,6 +253,7 @@ def validate_convergence(
     if runs[0].run.config.name != "spheric_test2":
         notes.append(f"the runs' case is {runs[0].run.config.name!r}, read as spheric_test2")
     notes += [f"{d.run.path}: no summary.json (unfinished run?)" for d in runs if not d.run.summary]
+    notes += [note for d in runs for note in lattice_mismatches(d.run.config)]
 
     out_dir.mkdir(parents=True, exist_ok=True)
     labels = _labels(runs)
