@@ -299,6 +299,7 @@ def lattice_mismatches(cfg: Config) -> list[str]:
     tol = geometric_tolerance(cfg)
     gap = surface_gap(cfg.physics.boundary)
     tank = cfg.tank.box
+    reach = (0.5 - gap) * dp  # from a tank face to the first cell's lower side
     notes = []
     for i, block in enumerate(cfg.fluid_blocks):
         if block.mesh is not None:
@@ -307,7 +308,6 @@ def lattice_mismatches(cfg: Config) -> list[str]:
             indices = _block_indices(tank, block, axis, dp, tol, gap)
             if len(indices) == 0:
                 continue
-            reach = (0.5 - gap) * dp  # from a tank face to the first cell's lower side
             given = (
                 max(block.min[axis], tank.min[axis] + reach),
                 min(block.max[axis], tank.max[axis] - reach),
