@@ -19,7 +19,8 @@ import taichi as ti
 
 from solver.counting_region import everywhere
 from solver.integrate import Integrator
-from solver.neighbors import CellGrid
+from solver.neighbors import CellGrid, fluid_count
+from solver.parallel.reduce import clear_slot
 from solver.physics.interaction import Interaction
 from solver.physics.mdbc import BoundaryDensity
 from solver.step_batch import DT_PREV, REMAINING, BatchControl
@@ -76,13 +77,17 @@ def build_verlet_step(
         """The step's loops; called at a kernel's top level, they stay its parallel loops."""
         batch.begin(records, k, remaining, dt_prev, moved)
         live = batch.live_count(records, n)
+        if batch.running(records):
+            clear_slot(maxima, 1 - slot)  # for the next step (see SlotMaximum)
+        # The sort files the fluid first (solver/neighbors.py): under mDBC the boundary pass
+        # runs over the boundary block alone and the interaction over the fluid alone.
         if ti.static(mdbc):
-            for i in range(live):
+            for i in range(fluid_count(live, dims, cell_offsets), live):
                 boundary_particle(
                     i, position, ghost, density, pressure, kind, removed, lo, inv_cell, dims,
                     cell_offsets,
                 )  # fmt: skip
-        for i in range(live):
+        for i in range(interaction.count(live, dims, cell_offsets)):
             interact_particle(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
                 cell_offsets, acceleration, density_rate, maxima, slot, stress, everywhere(),

@@ -1,14 +1,22 @@
 """Cell list and neighbour iteration on a uniform grid, built from the portable sort and scan.
 
 The grid covers the domain box with cubic cells of half the kernel support, numbered x
-fastest: key = (cz * ny + cy) * nx + cx. Each update sorts the particles by (cell, id) with
-a stable radix sort started from id order, so the order inside a cell is by particle id on every
-backend and every run; `cell_offsets[k]` is the number of live particles in cells below k.
-Cells along x are consecutive keys, so the candidates of one row of cells (cy, cz) form one
-contiguous index range, as in DualSPHysics (Dominguez et al. 2011, "Neighbour lists in smoothed
-particle hydrodynamics"). With half-support cells and each row cut to the part the support
-sphere reaches (rows it misses skipped), a particle checks about 2.5 times fewer candidates than
-with the classic 27 cells of the support's size.
+fastest: cell = (cz * ny + cy) * nx + cx. The particles are filed in two blocks: group 0 (the
+fluid: the solver passes the particle kind as the group) first, every other group after it, so
+key = block * cells + cell. Each update sorts the particles by (key, id) with a stable radix sort
+started from id order, so the order inside a cell is by particle id on every backend and every
+run; `cell_offsets[k]` is the number of live particles with keys below k, and the fluid are the
+first `cell_offsets[cells]` particles. Cells along x are consecutive keys, so the candidates of
+one row of cells (cy, cz) in one block form one contiguous index range, as in DualSPHysics
+(Dominguez et al. 2011, "Neighbour lists in smoothed particle hydrodynamics", which keeps its
+boundary particles apart from the fluid the same way). With half-support cells and each row cut
+to the part the support sphere reaches (rows it misses skipped), a particle checks about 2.5
+times fewer candidates than with the classic 27 cells of the support's size.
+
+The blocks let a pass run over the fluid alone (a contiguous range, whole GPU warps of fluid
+particles) or the boundary alone, and let a neighbour loop take fluid and boundary candidates in
+loops of their own, with no kind loaded or tested per candidate: the mDBC pass reads only the
+fluid around a ghost node, the interaction compiles its fluid and boundary pair terms apart.
 
 Cell coordinates are clamped to the grid (NaN to 0), which keeps every access in range; clamping
 moves two coordinates at most as far apart as they were, so no neighbour within the support is
@@ -27,6 +35,9 @@ I32Array = ti.types.ndarray(dtype=ti.i32, ndim=1)
 
 CELLS_PER_SUPPORT = 2
 DROP_REASONS = 4
+BLOCKS = 2
+"""Blocks of keys: group 0 (the fluid), then every other group (the boundary)."""
+FLUID_BLOCK = 0
 
 
 SEARCH_PAD = 1e-3
@@ -96,27 +107,48 @@ def _slab_gap(coordinate, index, lo, inv_cell, size):
 
 
 @ti.func
-def row_span(p, radius, cy, cz, lo, inv_cell, dims, cell_offsets: ti.template()):
-    """[begin, end) of the sorted particles of row (cy, cz) that may lie within radius of p.
+def row_cells(p, radius, cy, cz, lo, inv_cell, dims):
+    """[first, end) cell numbers of row (cy, cz) that may hold particles within radius of p.
 
-    The cells of a row are consecutive keys, so the candidates are one contiguous range; the
-    range is cut to the part of the row the sphere reaches, and is empty for a row the sphere
-    misses entirely.
+    The cells of a row are consecutive numbers, so each block's candidates in them are one
+    contiguous range (`block_span`); the row is cut to the part the sphere reaches, and is
+    empty (first == end) for a row the sphere misses entirely.
     """
     reach = radius * (1.0 + SEARCH_PAD)
     gy = _slab_gap(p[1], cy, lo[1], inv_cell, dims[1])
     gz = _slab_gap(p[2], cz, lo[2], inv_cell, dims[2])
     rest2 = reach * reach - gy * gy - gz * gz
-    begin = 0
+    first = 0
     end = 0
     if rest2 > 0.0:
         rest = ti.sqrt(rest2)
         x0 = axis_cell((p[0] - rest - lo[0]) * inv_cell, dims[0])
         x1 = axis_cell((p[0] + rest - lo[0]) * inv_cell, dims[0])
         base = (cz * dims[1] + cy) * dims[0]
-        begin = cell_offsets[base + x0]
-        end = cell_offsets[base + x1 + 1]
-    return ti.Vector([begin, end])
+        first = base + x0
+        end = base + x1 + 1
+    return ti.Vector([first, end])
+
+
+@ti.func
+def block_span(cells, block, dims, cell_offsets: ti.template()):
+    """[begin, end) of the sorted particles of `block` in the cells `cells` of `row_cells`."""
+    shift = block * (dims[0] * dims[1] * dims[2])
+    return ti.Vector([cell_offsets[shift + cells[0]], cell_offsets[shift + cells[1]]])
+
+
+@ti.func
+def fluid_count(n, dims, cell_offsets: ti.template()):
+    """The fluid among the first n sorted particles: they come first, before the boundary
+    block (at most n, which is 0 in a halted batch)."""
+    return ti.min(n, cell_offsets[dims[0] * dims[1] * dims[2]])
+
+
+@ti.func
+def block_key(p, group, lo, inv_cell, dims):
+    """The sort key of a particle at p in `group`: its block's cells first, then its cell."""
+    block = ti.min(group, 1)
+    return block * (dims[0] * dims[1] * dims[2]) + cell_key(cell_coord(p, lo, inv_cell, dims), dims)
 
 
 @ti.func
@@ -133,6 +165,7 @@ def _assign_keys(
     position: ti.template(),
     ids: ti.template(),
     removed: ti.template(),
+    group: ti.template(),
     n,
     lo,
     inv_cell,
@@ -147,7 +180,7 @@ def _assign_keys(
         key = sentinel
         reason = removed[i]
         if reason == 0:
-            key = cell_key(cell_coord(position[i], lo, inv_cell, dims), dims)
+            key = block_key(position[i], group[i], lo, inv_cell, dims)
             ti.atomic_add(cell_counts[key], 1)
         else:
             ti.atomic_add(dropped[ti.min(reason, DROP_REASONS - 1)], 1)
@@ -155,16 +188,17 @@ def _assign_keys(
         index_by_id[ids[i]] = i
 
 
-def _build_cell_count(num_cells: int):
-    """The kernel filling a grid's keys and cell offsets, in one launch; returns the number of
-    live particles."""
-    scan = build_scan(num_cells + 1)
+def _build_cell_count(num_keys: int):
+    """The kernel filling a grid's keys and offsets (of `num_keys` keys), in one launch;
+    returns the number of live particles."""
+    scan = build_scan(num_keys + 1)
 
     @ti.kernel
     def cell_count(
         position: ti.types.ndarray(ndim=1),
         ids: I32Array,
         removed: I32Array,
+        group: I32Array,
         n: ti.i32,
         capacity: ti.i32,
         lo: ti.math.vec3,
@@ -176,13 +210,13 @@ def _build_cell_count(num_cells: int):
         dropped: I32Array,
         scratch: I32Array,
     ) -> ti.i32:
-        _reset(key_by_id, capacity, num_cells, cell_offsets, num_cells + 1)
+        _reset(key_by_id, capacity, num_keys, cell_offsets, num_keys + 1)
         _assign_keys(
-            position, ids, removed, n, lo, inv_cell, dims, num_cells, key_by_id, index_by_id,
-            cell_offsets, dropped,
+            position, ids, removed, group, n, lo, inv_cell, dims, num_keys, key_by_id,
+            index_by_id, cell_offsets, dropped,
         )  # fmt: skip
-        scan(cell_offsets, cell_offsets, num_cells + 1, scratch)
-        return cell_offsets[num_cells]
+        scan(cell_offsets, cell_offsets, num_keys + 1, scratch)
+        return cell_offsets[num_keys]
 
     return cell_count
 
@@ -201,7 +235,8 @@ class CellGrid:
     """A uniform cell grid over the box [lo, hi] for up to `capacity` particles.
 
     Particle ids must lie in [0, capacity). After `update`, `order[i]` (i < live count) is the
-    old index of the particle that goes to place i, and `cell_offsets` bounds each cell.
+    old index of the particle that goes to place i, and `cell_offsets` bounds each cell of each
+    block (`num_keys` = BLOCKS x `num_cells` keys).
     """
 
     def __init__(self, lo, hi, support_radius: float, capacity: int) -> None:
@@ -213,9 +248,10 @@ class CellGrid:
         self.cell_size = self.support_radius / CELLS_PER_SUPPORT
         self.dims = np.array(grid_dims(self.lo, hi, self.support_radius), dtype=np.int64)
         self.num_cells = int(np.prod(self.dims))
-        if self.num_cells >= 2**31 - 2:
+        self.num_keys = BLOCKS * self.num_cells
+        if self.num_keys >= 2**31 - 2:
             raise ValueError(f"grid of {self.num_cells} cells is too large for 32-bit keys")
-        self.sentinel = self.num_cells
+        self.sentinel = self.num_keys
         self.key_bits = self.sentinel.bit_length()
         self.capacity = int(capacity)
         cap = max(self.capacity, 1)
@@ -223,12 +259,13 @@ class CellGrid:
         self.index_by_id = ti.ndarray(ti.i32, shape=cap)
         self.sorted_keys = ti.ndarray(ti.i32, shape=cap)
         self.order = ti.ndarray(ti.i32, shape=cap)
-        self.cell_offsets = ti.ndarray(ti.i32, shape=self.num_cells + 1)
+        self.cell_offsets = ti.ndarray(ti.i32, shape=self.num_keys + 1)
         self.dropped = ti.ndarray(ti.i32, shape=DROP_REASONS)
         self.dropped.fill(0)
+        self._one_group: ti.Ndarray | None = None
         self._sort = StableKeySort(cap)
-        self._scan_scratch = ti.ndarray(ti.i32, shape=scratch_size(self.num_cells + 1))
-        self._cell_count = _build_cell_count(self.num_cells)
+        self._scan_scratch = ti.ndarray(ti.i32, shape=scratch_size(self.num_keys + 1))
+        self._cell_count = _build_cell_count(self.num_keys)
         self._kernel_args = (
             ti.Vector(self.lo.tolist()),
             self.inv_cell,
@@ -238,12 +275,14 @@ class CellGrid:
 
     @staticmethod
     def nbytes(num_cells: int, capacity: int) -> int:
-        """Device bytes a grid of `num_cells` cells for `capacity` particles allocates."""
+        """Device bytes a grid of `num_cells` cells for `capacity` particles allocates (a grid
+        updated without groups allocates `capacity` 4-byte zeros more)."""
         cap = max(int(capacity), 1)
+        num_keys = BLOCKS * num_cells
         return (
-            4 * (4 * cap + num_cells + 1 + DROP_REASONS)
+            4 * (4 * cap + num_keys + 1 + DROP_REASONS)
             + StableKeySort.nbytes(cap)
-            + 4 * scratch_size(num_cells + 1)
+            + 4 * scratch_size(num_keys + 1)
         )
 
     @property
@@ -255,18 +294,33 @@ class CellGrid:
         """(lo, inv_cell, dims, cell_offsets), the grid arguments of a physics kernel."""
         return self._kernel_args
 
-    def update(self, position: ti.Ndarray, ids: ti.Ndarray, removed: ti.Ndarray, n: int) -> int:
-        """Sort the first n particles by (cell, id), dropping those with removed[i] != 0.
+    def update(
+        self,
+        position: ti.Ndarray,
+        ids: ti.Ndarray,
+        removed: ti.Ndarray,
+        n: int,
+        group: ti.Ndarray | None = None,
+    ) -> int:
+        """Sort the first n particles by (block, cell, id), dropping those with removed[i] != 0.
 
+        `group[i]` = 0 files particle i in the first block, a positive value in the second (the
+        solver passes the particle kind: fluid first); None files every particle in the first.
         Returns the number of particles kept; they are the first ones of `order`. `dropped[k]`
         counts, over all updates, the particles dropped with removed[i] == k (k >= 3 pooled).
         """
         if n > self.capacity:
             raise ValueError(f"{n} particles exceed the grid's capacity {self.capacity}")
+        if group is None:
+            if self._one_group is None:
+                self._one_group = ti.ndarray(ti.i32, shape=max(self.capacity, 1))
+                self._one_group.fill(0)
+            group = self._one_group
         lo, inv_cell, dims, _ = self.kernel_args()
         kept = self._cell_count(
-            position, ids, removed, n, self.capacity, lo, inv_cell, dims, self.key_by_id,
-            self.index_by_id, self.cell_offsets, self.dropped, self._scan_scratch,
+            position, ids, removed, group, n, self.capacity, lo, inv_cell, dims,
+            self.key_by_id, self.index_by_id, self.cell_offsets, self.dropped,
+            self._scan_scratch,
         )  # fmt: skip
         self._sort(
             self.key_by_id,
@@ -282,16 +336,18 @@ class CellGrid:
 @ti.kernel
 def cell_keys(
     position: ti.types.ndarray(ndim=1),
+    group: I32Array,
     n: ti.i32,
     lo: ti.math.vec3,
     inv_cell: float,
     dims: ti.math.ivec3,
     keys: I32Array,
 ):
-    """keys[i] = the cell of particle i as a sort by `CellGrid.update` files it (the same
-    functions, so the same bits): the domain decomposition orders and places particles by it."""
+    """keys[i] = the key of particle i as a sort by `CellGrid.update` files it (the same
+    functions, so the same bits; key % nx is its cell's column along x): the domain
+    decomposition orders and places particles by it."""
     for i in range(n):
-        keys[i] = cell_key(cell_coord(position[i], lo, inv_cell, dims), dims)
+        keys[i] = block_key(position[i], group[i], lo, inv_cell, dims)
 
 
 @ti.kernel
@@ -321,8 +377,10 @@ def count_neighbours(
             x_i = position[i]
             box = search_cells(x_i, search_radius, lo, inv_cell, dims)
             for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
-                span = row_span(x_i, search_radius, cy, cz, lo, inv_cell, dims, cell_offsets)
-                for j in range(span[0], span[1]):
-                    if j != i and removed[j] == 0 and (x_i - position[j]).norm_sqr() < radius2:
-                        found += 1
+                cells = row_cells(x_i, search_radius, cy, cz, lo, inv_cell, dims)
+                for block in ti.static(range(BLOCKS)):
+                    span = block_span(cells, block, dims, cell_offsets)
+                    for j in range(span[0], span[1]):
+                        if j != i and removed[j] == 0 and (x_i - position[j]).norm_sqr() < radius2:
+                            found += 1
         counts[i] = found

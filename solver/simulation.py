@@ -189,7 +189,7 @@ class Simulation:
         """Sort the live particles by (cell, id), dropping those flagged for removal."""
         self.log_removals()
         p = self.particles
-        n = self.grid.update(p.position, p.id, p.removed, p.count)
+        n = self.grid.update(p.position, p.id, p.removed, p.count, p.kind)
         p.reorder(self.grid.order, n)
         p.removed.fill(0)
         self.moved = 0.0

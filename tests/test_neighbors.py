@@ -58,6 +58,30 @@ def test_removed_particles_are_dropped_and_order_is_by_cell_then_id(on_backend):
     np.testing.assert_array_equal(expected, np.arange(len(order)))
 
 
+def test_groups_file_the_fluid_block_first(on_backend):
+    """Group 0 (the fluid) comes first, sorted by (cell, id), then every other group by (cell,
+    id); cell_offsets[num_cells] is the live fluid count, and the neighbours found through
+    both blocks are the brute-force ones."""
+    rng = np.random.default_rng(13)
+    points = rng.random((2500, 3)) * [1.0, 0.6, 0.4]
+    groups = rng.integers(0, 3, 2500)  # fluid, wall, obstacle
+    removed = rng.random(2500) < 0.05
+    sets, order, grid = grid_neighbours(points, (0, 0, 0), (1.0, 0.6, 0.4), 0.07, removed, groups)
+    _assert_same_sets(sets, brute_force_neighbours(points, 0.07, ~removed), points, 0.07)
+    fluid = int(((groups == 0) & ~removed).sum())
+    assert 0 < fluid < len(order)
+    assert (groups[order[:fluid]] == 0).all() and (groups[order[fluid:]] != 0).all()
+    offsets = grid.cell_offsets.to_numpy()
+    assert len(offsets) == 2 * grid.num_cells + 1
+    assert offsets[grid.num_cells] == fluid and offsets[-1] == len(order)
+    cells = np.clip(np.floor(points[order].astype(np.float32) / grid.cell_size), 0, grid.dims - 1)
+    keys = (cells[:, 2] * grid.dims[1] + cells[:, 1]) * grid.dims[0] + cells[:, 0]
+    keys += grid.num_cells * (groups[order] != 0)
+    np.testing.assert_array_equal(np.lexsort((order, keys)), np.arange(len(order)))
+    filed = np.searchsorted(offsets, np.arange(len(order)), "right") - 1
+    np.testing.assert_array_equal(filed, keys)
+
+
 def test_all_particles_in_one_cell(on_backend):
     points = np.full((500, 3), 0.55) + np.random.default_rng(2).random((500, 3)) * 1e-3
     sets, order, _ = grid_neighbours(points, (0, 0, 0), (1, 1, 1), 0.1)

@@ -138,7 +138,7 @@ class DistributedSimulation(Simulation):
             array = getattr(p, name)
             array.from_numpy(whole(values, array))
         p.count = n
-        self.grid.cell_offsets.from_numpy(_cell_offsets(keys, self.grid.num_cells))
+        self.grid.cell_offsets.from_numpy(_cell_offsets(keys, self.grid.num_keys))
         self._index(keys, origin)
 
     def _index(self, keys: np.ndarray, origin: np.ndarray) -> None:
@@ -197,7 +197,7 @@ class DistributedSimulation(Simulation):
         p = self.particles
         n = p.count
         lo, inv_cell, dims, _ = self.grid.kernel_args()
-        cell_keys(p.position, n, lo, inv_cell, dims, self._cells)
+        cell_keys(p.position, p.kind, n, lo, inv_cell, dims, self._cells)
         keys = self._cells.to_numpy()[:n]
         if self._holds_all:
             self._take_share(self._download(), keys, drop=True)
@@ -274,7 +274,7 @@ class DistributedSimulation(Simulation):
             full = np.zeros(p.capacity, np.int32)
             full[: len(flags)] = flags
             p.removed.from_numpy(full)
-        kept = self.grid.update(p.position, p.id, p.removed, p.count)
+        kept = self.grid.update(p.position, p.id, p.removed, p.count, p.kind)
         p.reorder(self.grid.order, kept)
         return kept
 
@@ -389,7 +389,7 @@ class DistributedSimulation(Simulation):
         for name in rows:
             values = np.concatenate([part[0][name] for part in parts])[order]
             state[f"particles.{name}"] = whole(values, getattr(p, name))
-        state["grid.cell_offsets"] = _cell_offsets(keys, self.grid.num_cells)
+        state["grid.cell_offsets"] = _cell_offsets(keys, self.grid.num_keys)
         state["grid.dropped"] = dropped.astype(np.int32)
         state["count"] = np.int64(len(keys))
         self.gather_s += wallclock.perf_counter() - started
@@ -442,7 +442,7 @@ class DistributedSimulation(Simulation):
         }
 
 
-def _cell_offsets(keys: np.ndarray, num_cells: int) -> np.ndarray:
-    """The cell grid's offsets of particles in cells `keys` (the sort's `cell_offsets`)."""
-    counts = np.bincount(keys, minlength=num_cells)[:num_cells]
+def _cell_offsets(keys: np.ndarray, num_keys: int) -> np.ndarray:
+    """The cell grid's offsets of particles with keys `keys` (the sort's `cell_offsets`)."""
+    counts = np.bincount(keys, minlength=num_keys)[:num_keys]
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)

@@ -25,7 +25,8 @@ from typing import NamedTuple
 import taichi as ti
 
 from solver.integrate import Integrator
-from solver.neighbors import CellGrid
+from solver.neighbors import CellGrid, fluid_count
+from solver.parallel.reduce import clear_slot
 from solver.physics.interaction import Interaction
 from solver.physics.mdbc import BoundaryDensity
 from solver.step_batch import DT_PREV, REMAINING, BatchControl
@@ -83,13 +84,18 @@ def build_step_phases(
     ):
         batch.begin(records, 0, remaining, dt_prev, moved)
         live = batch.live_count(records, n)
+        if batch.running(records):
+            clear_slot(maxima, 1 - slot)  # for the next step (see SlotMaximum)
+        # The sort files the fluid first (solver/neighbors.py), halo copies included: under
+        # mDBC the boundary pass runs over the boundary block alone, the interaction over the
+        # fluid alone.
         if ti.static(mdbc):
-            for i in range(live):
+            for i in range(fluid_count(live, dims, cell_offsets), live):
                 boundary_particle(
                     i, position, ghost, density, pressure, kind, removed, lo, inv_cell, dims,
                     cell_offsets,
                 )  # fmt: skip
-        for i in range(live):
+        for i in range(interaction.count(live, dims, cell_offsets)):
             interact_particle(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
                 cell_offsets, acceleration, density_rate, maxima, slot, stress,

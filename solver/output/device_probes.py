@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import taichi as ti
 
-from solver.neighbors import row_span, search_cells
+from solver.neighbors import BLOCKS, FLUID_BLOCK, block_span, row_cells, search_cells
 from solver.output.probes import SENSOR_SUMS, ProbeSampler
-from solver.particle_kind import ParticleKind
 from solver.physics.shared_formula import taichi_func
 from solver.physics.smoothing_kernels import kernel_functions
 
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
     from solver.config import Config
     from solver.simulation import Simulation
 
-FLUID = int(ParticleKind.FLUID)
 
 SUMS = 1 + SENSOR_SUMS
 """Sums per point: the fluid mass, then a sensor's `ProbeSampler.shepard_sums`."""
@@ -52,7 +50,6 @@ def build_probe_sums(cfg: "Config") -> Callable:
         position: ti.types.ndarray(ndim=1),
         density: ti.types.ndarray(ndim=1),
         pressure: ti.types.ndarray(ndim=1),
-        kind: ti.types.ndarray(ndim=1),
         removed: ti.types.ndarray(ndim=1),
         points: ti.types.ndarray(ndim=1),
         n_points: ti.i32,
@@ -73,20 +70,22 @@ def build_probe_sums(cfg: "Config") -> Callable:
             boundary_denominator = 0.0
             box = search_cells(x, search_radius, lo, inv_cell, dims)
             for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
-                span = row_span(x, search_radius, cy, cz, lo, inv_cell, dims, cell_offsets)
-                for j in range(span[0], span[1]):
-                    r2 = (x - position[j]).norm_sqr()
-                    if r2 < support2 and removed[j] == 0:
-                        w = kernel_w(ti.sqrt(r2), h)
-                        weight = w * (mass / density[j])
-                        if kind[j] == FLUID:
-                            fluid_numerator += pressure[j] * weight
-                            fluid_denominator += weight
-                            kernel_sum += w
-                            fluid_near += 1
-                        else:
-                            boundary_numerator += pressure[j] * weight
-                            boundary_denominator += weight
+                cells = row_cells(x, search_radius, cy, cz, lo, inv_cell, dims)
+                for block in ti.static(range(BLOCKS)):
+                    span = block_span(cells, block, dims, cell_offsets)
+                    for j in range(span[0], span[1]):
+                        r2 = (x - position[j]).norm_sqr()
+                        if r2 < support2 and removed[j] == 0:
+                            w = kernel_w(ti.sqrt(r2), h)
+                            weight = w * (mass / density[j])
+                            if ti.static(block == FLUID_BLOCK):
+                                fluid_numerator += pressure[j] * weight
+                                fluid_denominator += weight
+                                kernel_sum += w
+                                fluid_near += 1
+                            else:
+                                boundary_numerator += pressure[j] * weight
+                                boundary_denominator += weight
             sums[k] = ti.Vector(
                 [
                     mass * kernel_sum, fluid_numerator, fluid_denominator, fluid_near,
@@ -152,7 +151,7 @@ class DeviceProbes:
         search_radius = sim.cfg.support_radius + sim.moved
         lo, inv_cell, dims, offsets = sim.grid.kernel_args()
         self._kernel(
-            p.position, p.density, p.pressure, p.kind, p.removed, self._points, self._count,
+            p.position, p.density, p.pressure, p.removed, self._points, self._count,
             search_radius, lo, inv_cell, dims, offsets, self._sums,
         )  # fmt: skip
         return self._sums.to_numpy()[: self._count]

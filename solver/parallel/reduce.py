@@ -142,9 +142,9 @@ class SlotMaximum:
     """Two device slots for a maximum that a kernel folds while doing its own work.
 
     A kernel given (`out`, `next_slot()`) merges its values into out[slot] with `merge_max` and
-    has one thread `clear_slot(out, 1 - slot)`, ready for the next kernel: no launch of its
-    own resets or folds the maximum. out[slot] stays valid until the call after next, so later
-    kernels can read it on the device.
+    calls `clear_slot(out, 1 - slot)` before its loops (serial code of the same launch), ready
+    for the next kernel: no launch of its own resets or folds the maximum. out[slot] stays
+    valid until the call after next, so later kernels can read it on the device.
     """
 
     def __init__(self, components: int, dtype=ti.f32) -> None:

@@ -34,7 +34,7 @@ import taichi as ti
 
 from solver.config import Config
 from solver.counting_region import counted_here
-from solver.neighbors import row_span, search_cells
+from solver.neighbors import BLOCKS, FLUID_BLOCK, block_span, fluid_count, row_cells, search_cells
 from solver.parallel.reduce import clear_slot, merge_max
 from solver.particle_kind import ParticleKind
 from solver.physics import density_diffusion, sps, viscosity
@@ -57,7 +57,9 @@ def symmetric_matrix(t):
 
 class Interaction(NamedTuple):
     """The interaction pass as a kernel, and as the Taichi function of one particle that the
-    kernel runs for every particle (fused kernels run it before their own loops).
+    kernel runs for the first `count(n, dims, cell_offsets)` of n sorted particles (fused
+    kernels run it before their own loops): all n under DBC, whose boundary particles
+    integrate the continuity equation, the fluid block alone under mDBC.
 
     The kernel's last arguments before the SPS arrays are the counting region along x,
     region_lo and region_hi (solver/counting_region.py: EVERYWHERE for one process), whose
@@ -68,6 +70,7 @@ class Interaction(NamedTuple):
 
     kernel: Callable
     particle: Callable
+    count: Callable
     sps: bool
 
 
@@ -134,41 +137,41 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
         if active:
             box = search_cells(x_i, search_radius, lo, inv_cell, dims)
             for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
-                span = row_span(x_i, search_radius, cy, cz, lo, inv_cell, dims, cell_offsets)
-                for j in range(span[0], span[1]):
-                    r_ij = x_i - position[j]
-                    r2 = r_ij.norm_sqr()
-                    if (
-                        r2 < support2
-                        and j != i
-                        and removed[j] == 0
-                        and (fluid_i or kind[j] == FLUID)
-                    ):
-                        fluid_j = kind[j] == FLUID
-                        f = gradient_factor(ti.sqrt(r2), h)
-                        grad = r_ij * f
-                        v_ij = v_i - velocity[j]
-                        rate += mass * v_ij.dot(grad)
-                        if fluid_i:
-                            rho_j = density[j]
-                            v_dot_r = v_ij.dot(r_ij)
-                            pressure_term = (p_i + pressure[j]) / (rho_i * rho_j)
-                            if ti.static(laminar_sps):
-                                acc -= mass * pressure_term * grad
-                                acc += v_ij * laminar_factor(
-                                    r2 * f, r2, rho_i + rho_j, mass, nu, eta2
-                                )
-                                stress_j = symmetric_matrix(stress[0][j])
-                                acc += mass * (stress_i + stress_j) @ grad
-                                grad_v -= (mass / rho_j) * v_ij.outer_product(grad)
-                            else:
-                                pi_ij = monaghan_pi(
-                                    v_dot_r, r2, 0.5 * (rho_i + rho_j), h, eta2, alpha, c0
-                                )
-                                acc -= mass * (pressure_term + pi_ij) * grad
-                            visc = ti.max(visc, ti.abs(v_dot_r) / (r2 + eta2))
-                            if ti.static(diffusion != "none"):
-                                if fluid_j:
+                cells = row_cells(x_i, search_radius, cy, cz, lo, inv_cell, dims)
+                # The fluid block, then the boundary block (fluid i only): the pair terms of
+                # each kind of neighbour are compiled apart, with no kind tested per candidate.
+                for block in ti.static(range(BLOCKS)):
+                    fluid_j = ti.static(block == FLUID_BLOCK)
+                    span = block_span(cells, block, dims, cell_offsets)
+                    if ti.static(not fluid_j) and not fluid_i:
+                        span[1] = span[0]
+                    for j in range(span[0], span[1]):
+                        r_ij = x_i - position[j]
+                        r2 = r_ij.norm_sqr()
+                        if r2 < support2 and j != i and removed[j] == 0:
+                            f = gradient_factor(ti.sqrt(r2), h)
+                            grad = r_ij * f
+                            v_ij = v_i - velocity[j]
+                            rate += mass * v_ij.dot(grad)
+                            if fluid_i:
+                                rho_j = density[j]
+                                v_dot_r = v_ij.dot(r_ij)
+                                pressure_term = (p_i + pressure[j]) / (rho_i * rho_j)
+                                if ti.static(laminar_sps):
+                                    acc -= mass * pressure_term * grad
+                                    acc += v_ij * laminar_factor(
+                                        r2 * f, r2, rho_i + rho_j, mass, nu, eta2
+                                    )
+                                    stress_j = symmetric_matrix(stress[0][j])
+                                    acc += mass * (stress_i + stress_j) @ grad
+                                    grad_v -= (mass / rho_j) * v_ij.outer_product(grad)
+                                else:
+                                    pi_ij = monaghan_pi(
+                                        v_dot_r, r2, 0.5 * (rho_i + rho_j), h, eta2, alpha, c0
+                                    )
+                                    acc -= mass * (pressure_term + pi_ij) * grad
+                                visc = ti.max(visc, ti.abs(v_dot_r) / (r2 + eta2))
+                                if ti.static(diffusion != "none" and fluid_j):
                                     difference = rho_j - rho_i
                                     if ti.static(diffusion == "fourtakas"):
                                         difference -= hydrostatic_density_difference(
@@ -192,10 +195,16 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
                 tau = ti.Vector(sps_stress(s[0, 0], s[1, 1], s[2, 2], s[0, 1], s[0, 2], s[1, 2],
                                            rho_i, width))  # fmt: skip
             stress[1][i] = tau
-        if i == 0:
-            clear_slot(maxima, 1 - slot)
         if counted_here(x_i, region):
             merge_max(maxima, slot, ti.Vector([a_norm, v_norm, visc]))
+
+    @ti.func
+    def count(n, dims, cell_offsets: ti.template()):
+        """How many of the n sorted particles the pass runs over (see `Interaction`)."""
+        result = n
+        if ti.static(not boundary_rates):
+            result = fluid_count(n, dims, cell_offsets)
+        return result
 
     @ti.kernel
     def interact(
@@ -217,7 +226,8 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
         region_lo: float,
         region_hi: float,
     ):
-        for i in range(n):
+        clear_slot(maxima, 1 - slot)  # for the next pass (see SlotMaximum)
+        for i in range(count(n, dims, cell_offsets)):
             interact_particle(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
                 cell_offsets, acceleration, density_rate, maxima, slot, (),
@@ -246,7 +256,8 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
         tau: ti.types.ndarray(ndim=1),
         tau_next: ti.types.ndarray(ndim=1),
     ):
-        for i in range(n):
+        clear_slot(maxima, 1 - slot)  # for the next pass (see SlotMaximum)
+        for i in range(count(n, dims, cell_offsets)):
             interact_particle(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
                 cell_offsets, acceleration, density_rate, maxima, slot, (tau, tau_next),
@@ -256,4 +267,4 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
     # A kernel's arguments are fixed: the SPS arrays get their own kernel rather than unused
     # arguments of the default one (each argument adds to the host's cost of a launch).
     kernel = interact_sps if laminar_sps else interact
-    return Interaction(kernel, interact_particle, laminar_sps)
+    return Interaction(kernel, interact_particle, count, laminar_sps)

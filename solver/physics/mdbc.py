@@ -47,7 +47,7 @@ import numpy as np
 import taichi as ti
 
 from solver.config import Config
-from solver.neighbors import row_span, search_cells
+from solver.neighbors import FLUID_BLOCK, block_span, fluid_count, row_cells, search_cells
 from solver.particle_kind import ParticleKind
 from solver.physics import eos
 from solver.physics.shared_formula import taichi_func
@@ -97,7 +97,6 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         position: ti.template(),
         ghost: ti.template(),
         density: ti.template(),
-        kind: ti.template(),
         removed: ti.template(),
         lo,
         inv_cell,
@@ -111,12 +110,9 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         rhs = ti.Vector.zero(float, 4)
         box = search_cells(x_g, search_radius, lo, inv_cell, dims)
         for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
-            span = row_span(x_g, search_radius, cy, cz, lo, inv_cell, dims, cell_offsets)
+            cells = row_cells(x_g, search_radius, cy, cz, lo, inv_cell, dims)
+            span = block_span(cells, FLUID_BLOCK, dims, cell_offsets)  # the fluid alone
             for j in range(span[0], span[1]):
-                # Most candidates of a wall's ghost node are wall particles: test the kind
-                # before loading the position (Taichi's `and` evaluates both sides).
-                if kind[j] != FLUID:
-                    continue
                 r = x_g - position[j]
                 r2 = r.norm_sqr()
                 if r2 < support2 and removed[j] == 0:
@@ -157,7 +153,7 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
             g = ghost[i]
             if g.dot(g) <= reach2:
                 rho = ghost_density(
-                    i, position, ghost, density, kind, removed, lo, inv_cell, dims, cell_offsets
+                    i, position, ghost, density, removed, lo, inv_cell, dims, cell_offsets
                 )
             density[i] = rho
             pressure[i] = tait_pressure(rho, rho0, b, gamma)
@@ -176,7 +172,7 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         dims: ti.math.ivec3,
         cell_offsets: ti.types.ndarray(ndim=1),
     ):
-        for i in range(n):
+        for i in range(fluid_count(n, dims, cell_offsets), n):  # the boundary block
             boundary_particle(
                 i, position, ghost, density, pressure, kind, removed, lo, inv_cell, dims,
                 cell_offsets,

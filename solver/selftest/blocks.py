@@ -11,7 +11,7 @@ largest reach several levels.
 import numpy as np
 import taichi as ti
 
-from solver.neighbors import CellGrid, row_span, search_cells
+from solver.neighbors import BLOCKS, CellGrid, block_span, row_cells, search_cells
 from solver.parallel.gather import gather
 from solver.parallel.reduce import Reducer
 from solver.parallel.scan import ExclusiveScan
@@ -171,26 +171,35 @@ def collect_neighbours(
         box = search_cells(position[i], search, lo, inv_cell, dims)
         count = 0
         for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
-            span = row_span(position[i], search, cy, cz, lo, inv_cell, dims, cell_offsets)
-            for j in range(span[0], span[1]):
-                if j != i and (position[i] - position[j]).norm_sqr() < radius * radius:
-                    if count < MAX_NEIGHBOURS:
-                        neighbours[i, count] = j
-                    count += 1
+            cells = row_cells(position[i], search, cy, cz, lo, inv_cell, dims)
+            for block in ti.static(range(BLOCKS)):
+                span = block_span(cells, block, dims, cell_offsets)
+                for j in range(span[0], span[1]):
+                    if j != i and (position[i] - position[j]).norm_sqr() < radius * radius:
+                        if count < MAX_NEIGHBOURS:
+                            neighbours[i, count] = j
+                        count += 1
         counts[i] = count
 
 
 def grid_neighbours(
-    points: np.ndarray, lo, hi, radius: float, removed: np.ndarray | None = None
+    points: np.ndarray,
+    lo,
+    hi,
+    radius: float,
+    removed: np.ndarray | None = None,
+    groups: np.ndarray | None = None,
 ) -> tuple[dict[int, set[int]], np.ndarray, CellGrid]:
-    """Neighbour id sets through the cell grid, the sort order and the grid itself."""
+    """Neighbour id sets through the cell grid (both blocks, `groups` as the grid's groups),
+    the sort order and the grid itself."""
     n = len(points)
     grid = CellGrid(lo, hi, radius, n)
     position = ti.Vector.ndarray(3, ti.f32, shape=n)
     position.from_numpy(points.astype(np.float32))
     ids = to_device(np.arange(n, dtype=np.int32))
     flags = to_device(np.zeros(n, np.int32) if removed is None else removed.astype(np.int32))
-    kept = grid.update(position, ids, flags, n)
+    group = None if groups is None else to_device(groups.astype(np.int32))
+    kept = grid.update(position, ids, flags, n, group)
     order = grid.order.to_numpy()[:kept]
     sorted_position = ti.Vector.ndarray(3, ti.f32, shape=n)
     sorted_position.from_numpy(
