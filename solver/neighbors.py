@@ -8,10 +8,10 @@ started from id order, so the order inside a cell is by particle id on every bac
 run; `cell_offsets[k]` is the number of live particles with keys below k, and the fluid are the
 first `cell_offsets[cells]` particles. Cells along x are consecutive keys, so the candidates of
 one row of cells (cy, cz) in one block form one contiguous index range, as in DualSPHysics
-(Dominguez et al. 2011, "Neighbour lists in smoothed particle hydrodynamics", which keeps its
-boundary particles apart from the fluid the same way). With half-support cells and each row cut
-to the part the support sphere reaches (rows it misses skipped), a particle checks about 2.5
-times fewer candidates than with the classic 27 cells of the support's size.
+(Dominguez et al. 2011, "Neighbour lists in smoothed particle hydrodynamics"; DualSPHysics
+too keeps its boundary and fluid particles in ranges of their own). With half-support cells
+and each row cut to the part the support sphere reaches (rows it misses skipped), a particle
+checks about 2.5 times fewer candidates than with the classic 27 cells of the support's size.
 
 The blocks let a pass run over the fluid alone (a contiguous range, whole GPU warps of fluid
 particles) or the boundary alone, and let a neighbour loop take fluid and boundary candidates in
