@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from solver.lattice import fluid_index_range, surface_gap
+from solver.lattice import fitted_axis, fluid_index_range, surface_gap
 from solver.mesh import MESH_FORMATS, MeshError, Surface, load_surface
 from solver.mesh_particles import tank_axis, terrain_columns
 from solver.output.npz import NPZ_COMPRESSIONS
@@ -190,7 +190,7 @@ def _num(x: float) -> str:
 
 SECTIONS: dict[str, str] = {
     "case": "What the case is called.",
-    "particles": "Particle spacing.",
+    "particles": "Particle spacing and the water's lattice.",
     "domain": "The computational box; particles that leave it are removed (and counted).",
     "tank": "The tank: an axis-aligned box whose inner faces carry the innermost wall layer.",
     "fluid": "Blocks of water at rest at t = 0, each a box (min, max) or a closed surface mesh "
@@ -220,6 +220,15 @@ SCHEMA: tuple[KeySpec, ...] = (
             auto="the file's stem"),
     KeySpec("particles", "dp", "float", "m", REQUIRED, "Initial particle spacing.",
             lo=0.0, lo_open=True),
+    KeySpec("particles", "fluid_lattice", "str", "-", "dp",
+            "Where the water's particles sit. dp: on the lattice tank.min + (i + 1/2) dp "
+            "(mdbc; tank.min + i dp under dbc), as DualSPHysics and OpenFPM place them, which "
+            "builds a block whose size is not a whole number of dp up to dp/2 longer or "
+            "shorter. fitted: each axis of the one box [[fluid]] block holds round(size / dp) "
+            "layers spaced evenly across it, so the water has exactly the block's size and "
+            "mass (mdbc only, no terrain or mesh obstacle; the fluid particle mass is rho0 times "
+            "the fitted cell).",
+            choices=("dp", "fitted")),
     KeySpec("domain", "min", "vec3", "m", None, "Lower corner of the domain.",
             auto="tank min - (wall_layers dp + 2H)"),
     KeySpec("domain", "max", "vec3", "m", None, "Upper corner of the domain.",
@@ -388,6 +397,8 @@ CROSS_CHECKS: tuple[str, ...] = (
     "`rotate`, `translate`), never both; its mesh file exists, is read as STL, OBJ, PLY or OFF, "
     "holds triangles of non-zero area once scaled, is closed (every edge joins exactly two "
     "triangles) and encloses a volume.",
+    '`particles.fluid_lattice = "fitted"` needs `physics.boundary = "mdbc"`, exactly one '
+    "`[[fluid]]` block, a box at least dp/2 thick on every axis, no terrain and no mesh obstacle.",
     "The terrain's mesh lies inside the tank in z (its top may rise above an open top only) "
     "and every vertical line of the fluid lattice through the tank crosses it exactly once.",
     "The domain contains the tank walls (`wall_layers` layers, the innermost dp/2 outside the "
@@ -596,6 +607,8 @@ class Config:
     probes: ProbesConfig
     terrain: MeshConfig | None = None
     """An uneven floor (a height-field surface over the tank floor), or None: the flat floor."""
+    fluid_lattice: str = "dp"
+    """particles.fluid_lattice: "dp" (the tank's lattice) or "fitted" (see `fluid_cell`)."""
 
     @property
     def smoothing_length(self) -> float:
@@ -631,8 +644,25 @@ class Config:
         return self.sound_speed**2 * self.physics.rho0 / self.physics.gamma
 
     @property
+    def fluid_cell(self) -> tuple[float, float, float]:
+        """Spacing of the water's lattice per axis [m]: dp, or under `fluid_lattice` =
+        "fitted" the spacing that fills the one fluid block exactly (solver/lattice.py)."""
+        if self.fluid_lattice == "dp":
+            return (self.dp, self.dp, self.dp)
+        block = self.fluid_blocks[0]
+        tol = geometric_tolerance(self)
+        spacing = (fitted_axis(block.min[a], block.max[a], self.dp, tol)[1] for a in range(3))
+        return tuple(spacing)
+
+    @property
     def particle_mass(self) -> float:
-        """rho0 dp^3 [kg], the same for fluid and boundary particles."""
+        """The mass of a fluid particle: rho0 times the fluid lattice's cell (`fluid_cell`)
+        [kg], rho0 dp^3 on the dp lattice."""
+        return self.physics.rho0 * math.prod(self.fluid_cell)
+
+    @property
+    def boundary_particle_mass(self) -> float:
+        """The mass of a wall, obstacle or terrain particle: rho0 dp^3 [kg]."""
         return self.physics.rho0 * self.dp**3
 
     @property
@@ -1074,7 +1104,9 @@ class _Builder:
         name = case["name"] if case["name"] is not None else self.default_name
         if not _NAME_RE.match(name):
             raise self.error("case.name", f"= {name!r}: use letters, digits, _ . - only")
-        dp = self.value(self.table("particles"), "particles", "dp", "particles")
+        particles = self.table("particles")
+        dp = self.value(particles, "particles", "dp", "particles")
+        fluid_lattice = self.value(particles, "particles", "fluid_lattice", "particles")
 
         tank_t = self.table("tank")
         tank = TankConfig(
@@ -1141,9 +1173,38 @@ class _Builder:
             output=output,
             probes=probes,
             terrain=terrain,
+            fluid_lattice=fluid_lattice,
         )
         self.cross_checks(cfg)
         return cfg
+
+    def check_fitted_lattice(self, cfg: Config, tol: float) -> None:
+        """particles.fluid_lattice = "fitted" fills one box block under mDBC, with no terrain
+        and no mesh obstacle (whose particles sit on the dp lattice, and whose inside is found
+        along the lattice's columns)."""
+        key = "particles.fluid_lattice"
+        problem = None
+        if cfg.physics.boundary != "mdbc":
+            problem = f'needs physics.boundary = "mdbc", not "{cfg.physics.boundary}"'
+        elif len(cfg.fluid_blocks) != 1:
+            problem = f"needs exactly one [[fluid]] block, not {len(cfg.fluid_blocks)}"
+        elif cfg.fluid_blocks[0].mesh is not None:
+            problem = "needs a box [[fluid]] block (min, max), not a mesh"
+        elif cfg.terrain is not None:
+            problem = "cannot be used with a [terrain]"
+        elif any(obstacle.mesh is not None for obstacle in cfg.obstacles):
+            problem = "cannot be used with mesh obstacles"
+        if problem is not None:
+            raise self.error(key, f'= "fitted" {problem}; or use "dp"')
+        block = cfg.fluid_blocks[0]
+        for a, axis in enumerate("xyz"):
+            if fitted_axis(block.min[a], block.max[a], cfg.dp, tol)[2] == 0:
+                raise self.error(
+                    "fluid[0]",
+                    f"{_fluid_text(block)} is {block.size[a]:g} m on {axis}, thinner than "
+                    f'dp/2 = {cfg.dp / 2:g} m, the least a fitted lattice ({key} = "fitted") '
+                    "fills",
+                )
 
     def check_fluid_block(self, cfg: Config, i: int, tol: float) -> None:
         """Fluid block i lies in the tank, holds particles, overlaps no earlier block and no
@@ -1162,18 +1223,19 @@ class _Builder:
                     )
         gap = surface_gap(cfg.physics.boundary)  # the scene's fluid lattice (solver/lattice.py)
         lattice = "tank.min + (i + 1/2) dp" if gap else "tank.min + i dp"
-        for a, axis in enumerate("xyz"):
-            points = fluid_index_range(
-                tank.min[a], tank.max[a], block.min[a], block.max[a], cfg.dp, tol, gap
-            )
-            if not points:
-                raise self.error(
-                    key,
-                    f"{what} holds no particle: on {axis}, no lattice point "
-                    f"{lattice} (dp = {cfg.dp:g}, physics.boundary = {cfg.physics.boundary}) "
-                    f"lies in ({block.min[a]:g}, {block.max[a]:g}] at least dp/2 from the "
-                    "walls; make it thicker",
+        if cfg.fluid_lattice == "dp":  # a fitted block is checked by check_fitted_lattice
+            for a, axis in enumerate("xyz"):
+                points = fluid_index_range(
+                    tank.min[a], tank.max[a], block.min[a], block.max[a], cfg.dp, tol, gap
                 )
+                if not points:
+                    raise self.error(
+                        key,
+                        f"{what} holds no particle: on {axis}, no lattice point "
+                        f"{lattice} (dp = {cfg.dp:g}, physics.boundary = {cfg.physics.boundary}) "
+                        f"lies in ({block.min[a]:g}, {block.max[a]:g}] at least dp/2 from the "
+                        "walls; make it thicker",
+                    )
         for j, other in enumerate(cfg.fluid_blocks[:i]):
             if all(
                 min(block.max[a], other.max[a]) - max(block.min[a], other.min[a]) > tol
@@ -1258,6 +1320,8 @@ class _Builder:
                 )
         if not cfg.fluid_blocks:
             raise ConfigError(f"{self.where}: no [[fluid]] block; at least one is required")
+        if cfg.fluid_lattice == "fitted":
+            self.check_fitted_lattice(cfg, tol)
         for i in range(len(cfg.fluid_blocks)):
             self.check_fluid_block(cfg, i, tol)
         for i, obstacle in enumerate(cfg.obstacles):
@@ -1501,7 +1565,7 @@ def config_to_toml(cfg: Config) -> str:
     """
     lines = [f"# Resolved configuration of case {cfg.name!r} (source: {cfg.source})", ""]
     lines += _toml_lines("case", {"name": cfg.name})
-    lines += _toml_lines("particles", {"dp": cfg.dp})
+    lines += _toml_lines("particles", {"dp": cfg.dp, "fluid_lattice": cfg.fluid_lattice})
     lines += _toml_lines("domain", {"min": cfg.domain.min, "max": cfg.domain.max})
     t = cfg.tank
     lines += _toml_lines(

@@ -14,13 +14,25 @@ the surface (gap 0). The modified dynamic boundary condition (mDBC; English et a
 fluid neighbour sit dp/2 on either side of the surface. Fluid particles then fill cell centres
 tank.min + (i + 1/2) dp, and placing the particles "by construction" makes the surface coincide
 with the geometry the config gives.
+
+That lattice builds a block whose size is not a whole number of dp up to dp/2 longer or shorter
+(SPHERIC test 2's 0.55 m reservoir is 27.5 dp deep at dp = 0.02 and is built 0.56 m deep). The
+fitted lattice (`particles.fluid_lattice = "fitted"`, `fitted_axis`) fills the block itself:
+n = round(L / dp) layers of spacing L / n per axis, so the water has exactly the block's size,
+and the fluid particle mass is rho0 times the fitted cell, so it has exactly the block's mass.
 """
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["even_boundary_lattice", "face_lattice_size", "fluid_index_range", "surface_gap"]
+__all__ = [
+    "even_boundary_lattice",
+    "face_lattice_size",
+    "fitted_axis",
+    "fluid_index_range",
+    "surface_gap",
+]
 
 
 def surface_gap(boundary: str) -> float:
@@ -79,3 +91,16 @@ def fluid_index_range(
     while below_high(last + 1):
         last += 1
     return range(first, last + 1)
+
+
+def fitted_axis(lo: float, hi: float, dp: float, tol: float = 0.0) -> tuple[float, float, int]:
+    """The fitted lattice of a block [lo, hi] along one axis: (first point, spacing, count).
+
+    count = round((hi - lo) / dp) (halves up) layers of spacing (hi - lo) / count, their points
+    at lo + (i + 1/2) spacing, so the layers fill [lo, hi] exactly; count is 0 when the block
+    is thinner than dp/2 (within tol).
+    """
+    length = hi - lo
+    count = max(math.floor(length / dp + 0.5 + tol / dp), 0)
+    spacing = length / count if count else dp
+    return lo + 0.5 * spacing, spacing, count

@@ -23,6 +23,9 @@ Lattice rules
   duplicates.
 * Fluid: points tank.min + (i + surface_gap) dp inside a block (min < x <= max per axis,
   tolerance 1e-9 relative), at least dp/2 from every tank face and from every obstacle box.
+  With `particles.fluid_lattice = "fitted"` (mDBC, one box block) the block's own lattice
+  instead: round(size / dp) points per axis at block.min + (i + 1/2) spacing, spacing =
+  size / count, half the smallest spacing from every obstacle box (`fitted_axis`).
 * Obstacles: the face lattice of the shrunk obstacle box on each axis; a solid box keeps all
   points, a hollow one the outer `wall_layers` on every side. Points within dp/2 of the grown
   tank (under DBC e.g. an obstacle's bottom layer standing on the floor, which the floor
@@ -76,6 +79,7 @@ from solver.config import (
 from solver.lattice import (
     even_boundary_lattice,
     face_lattice_size,
+    fitted_axis,
     fluid_index_range,
     surface_gap,
 )
@@ -216,7 +220,19 @@ def obstacle_particles(
 
 
 def fluid_particles(cfg: Config, tol: float) -> np.ndarray:
-    """Fluid lattice points tank.min + (i + gap) dp inside the blocks, clear of every solid."""
+    """Fluid lattice points inside the blocks, clear of every solid: tank.min + (i + gap) dp,
+    or the fitted lattice of the one block (`particles.fluid_lattice`)."""
+    if cfg.fluid_lattice == "fitted":
+        block = cfg.fluid_blocks[0]
+        axes = []
+        for a in range(3):
+            first, spacing, count = fitted_axis(block.min[a], block.max[a], cfg.dp, tol)
+            axes.append(first + spacing * np.arange(count))
+        points = _product(*axes)
+        clearance = 0.5 * min(cfg.fluid_cell) - tol
+        for obstacle in cfg.obstacles:  # boxes (check_fitted_lattice)
+            points = points[_distance_to_box(points, obstacle.box) >= clearance]
+        return points
     dp = cfg.dp
     gap = surface_gap(cfg.physics.boundary)
     tank = cfg.tank.box
@@ -301,6 +317,8 @@ def lattice_mismatches(cfg: Config) -> list[str]:
     tank = cfg.tank.box
     reach = (0.5 - gap) * dp  # from a tank face to the first cell's lower side
     notes = []
+    if cfg.fluid_lattice == "fitted":
+        return notes  # the block is filled exactly
     for i, block in enumerate(cfg.fluid_blocks):
         if block.mesh is not None:
             continue
@@ -479,6 +497,10 @@ def particle_count_bound(cfg: Config) -> int:
     fluid = 0
     for block in cfg.fluid_blocks:
         lattice = math.prod(len(_block_indices(tank, block, a, dp, tol, gap)) for a in range(3))
+        if cfg.fluid_lattice == "fitted":
+            lattice = math.prod(
+                fitted_axis(block.min[a], block.max[a], dp, tol)[2] for a in range(3)
+            )
         mesh_counted = block.mesh is not None and lattice <= MESH_COUNT_LIMIT
         fluid += len(_fluid_block_indices(cfg, block, tol)) if mesh_counted else lattice
     wall_box = _wall_lattice_tank(cfg).box

@@ -43,7 +43,7 @@ def build_probe_sums(cfg: "Config") -> Callable:
     kernel_w = taichi_func(kernel_functions(cfg.physics.kernel)[0])
     h = cfg.smoothing_length
     support2 = cfg.support_radius**2
-    mass = cfg.particle_mass
+    mass, boundary_mass = cfg.particle_mass, cfg.boundary_particle_mass
 
     @ti.kernel
     def probe_sums(
@@ -77,7 +77,8 @@ def build_probe_sums(cfg: "Config") -> Callable:
                         r2 = (x - position[j]).norm_sqr()
                         if r2 < support2 and removed[j] == 0:
                             w = kernel_w(ti.sqrt(r2), h)
-                            weight = w * (mass / density[j])
+                            m_j = ti.static(mass if block == FLUID_BLOCK else boundary_mass)
+                            weight = w * (m_j / density[j])
                             if ti.static(block == FLUID_BLOCK):
                                 fluid_numerator += pressure[j] * weight
                                 fluid_denominator += weight

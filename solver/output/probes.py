@@ -138,6 +138,7 @@ class ProbeSampler:
         smoothing_length: float,
         kernel: str,
         particle_mass: float,
+        boundary_particle_mass: float | None = None,
         rho0: float,
         z_range: tuple[float, float],
         dp: float,
@@ -147,7 +148,8 @@ class ProbeSampler:
         """Set up the probes.
 
         smoothing_length is h (kernel support 2h), kernel a name from KERNEL_NAMES,
-        particle_mass the mass of every particle, rho0 the reference density, z_range the
+        particle_mass the mass of a fluid particle, boundary_particle_mass that of a boundary
+        particle (default: the same), rho0 the reference density, z_range the
         (floor, top) interval that height gauges scan, dp the particle spacing (gauge samples
         are dp/4 apart), boundary the `physics.boundary` treatment ("mdbc" or "dbc"), which
         decides whether "face" sensors average boundary particles too. `sample_points` maps
@@ -157,6 +159,7 @@ class ProbeSampler:
         for label, value in (
             ("smoothing_length", smoothing_length),
             ("particle_mass", particle_mass),
+            ("boundary_particle_mass", boundary_particle_mass or particle_mass),
             ("rho0", rho0),
             ("dp", dp),
         ):
@@ -174,6 +177,7 @@ class ProbeSampler:
         self._support = 2.0 * self._h
         self._w, _ = kernel_functions(kernel)
         self._mass = float(particle_mass)
+        self._boundary_mass = float(boundary_particle_mass or particle_mass)
         self._mass_limit = MASS_LIMIT_FRACTION * float(rho0)
         self._z_low = z_low
         self._z_step = float(dp) / SAMPLES_PER_DP
@@ -217,6 +221,7 @@ class ProbeSampler:
             smoothing_length=cfg.smoothing_length,
             kernel=cfg.physics.kernel,
             particle_mass=cfg.particle_mass,
+            boundary_particle_mass=cfg.boundary_particle_mass,
             rho0=cfg.physics.rho0,
             z_range=(cfg.tank.box.min[2], cfg.tank.box.max[2]),
             dp=cfg.dp,
@@ -364,15 +369,16 @@ class ProbeSampler:
         """The sums of the Shepard interpolation of pressure at `point` (see `sensor_reading`).
 
         Over the given particles within 2h, `fluid` marking the fluid ones: sum_j p_j W_j V_j
-        and sum_j W_j V_j (V_j = m / rho_j) over the fluid, the number of fluid particles, and
+        and sum_j W_j V_j (V_j = m_j / rho_j) over the fluid, the number of fluid particles, and
         the same two sums over the others (boundary particles).
         """
         d = position - point[None, :]
         r2 = np.sum(d * d, axis=1)
         near = r2 < self._support * self._support
-        weight = self._w(np.sqrt(r2[near]), self._h) * (self._mass / density[near])
-        p = pressure[near]
         f = fluid[near]
+        mass = np.where(f, self._mass, self._boundary_mass)
+        weight = self._w(np.sqrt(r2[near]), self._h) * (mass / density[near])
+        p = pressure[near]
         return (
             float(np.sum(p[f] * weight[f])),
             float(np.sum(weight[f])),

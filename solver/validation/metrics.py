@@ -1,7 +1,8 @@
 """Macroscopic quantities of the fluid in one snapshot: what two runs, or a run and an
 experiment, are compared on.
 
-Every fluid particle carries the same mass m = rho0 dp^3 (`Config.particle_mass`), so masses
+Every fluid particle carries the same mass m (`Config.particle_mass`: rho0 dp^3, or rho0 times
+the fitted cell under `particles.fluid_lattice = "fitted"`), so masses
 and energies are sums over the FLUID particles present in the snapshot (removed particles are
 absent and no longer count). Sums are taken in float64 whatever the run's precision.
 
