@@ -84,7 +84,7 @@ def build_verlet_step(
         if ti.static(mdbc):
             for i in range(fluid_count(live, dims, cell_offsets), live):
                 boundary_particle(
-                    i, position, ghost, density, pressure, kind, removed, lo, inv_cell, dims,
+                    i, position, ghost, density, pressure, removed, lo, inv_cell, dims,
                     cell_offsets,
                 )  # fmt: skip
         for i in range(interaction.count(live, dims, cell_offsets)):

@@ -214,8 +214,8 @@ class Simulation:
         if self._boundary is not None:
             with self.phase("boundary density"):
                 self._boundary.kernel(
-                    p.position, p.ghost, p.density, p.pressure, p.kind, p.removed, p.count, lo,
-                    inv_cell, dims, offsets,
+                    p.position, p.ghost, p.density, p.pressure, p.removed, p.count, lo, inv_cell,
+                    dims, offsets,
                 )  # fmt: skip
         slot = self._last_slot = self._maximum.next_slot()
         with self.phase("interaction"):

@@ -48,12 +48,10 @@ import taichi as ti
 
 from solver.config import Config
 from solver.neighbors import FLUID_BLOCK, block_span, fluid_count, row_cells, search_cells
-from solver.particle_kind import ParticleKind
 from solver.physics import eos
 from solver.physics.shared_formula import taichi_func
 from solver.physics.smoothing_kernels import kernel_functions
 
-FLUID = int(ParticleKind.FLUID)
 tait_pressure = taichi_func(eos.tait_pressure)
 
 DETERMINANT_LIMIT = 1e-3
@@ -70,8 +68,8 @@ def in_reach(ghost: np.ndarray, support: float) -> np.ndarray:
 
 
 class BoundaryDensity(NamedTuple):
-    """The mDBC pass as a kernel, and as the Taichi function of one particle (fused kernels
-    run it before the interaction)."""
+    """The mDBC pass as a kernel, and as the Taichi function of one boundary particle (fused
+    kernels run it over the boundary block before the interaction)."""
 
     kernel: Callable
     particle: Callable
@@ -140,23 +138,22 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         ghost: ti.template(),
         density: ti.template(),
         pressure: ti.template(),
-        kind: ti.template(),
         removed: ti.template(),
         lo,
         inv_cell,
         dims,
         cell_offsets: ti.template(),
     ):
-        """Set density and pressure of particle i if it is a boundary particle."""
-        if kind[i] != FLUID:
-            rho = rho0  # beyond the fluid's reach (`in_reach`)
-            g = ghost[i]
-            if g.dot(g) <= reach2:
-                rho = ghost_density(
-                    i, position, ghost, density, removed, lo, inv_cell, dims, cell_offsets
-                )
-            density[i] = rho
-            pressure[i] = tait_pressure(rho, rho0, b, gamma)
+        """Set density and pressure of boundary particle i. Called for boundary particles only
+        (the sort's boundary block, from `fluid_count` on), so its kind is not tested."""
+        rho = rho0  # beyond the fluid's reach (`in_reach`)
+        g = ghost[i]
+        if g.dot(g) <= reach2:
+            rho = ghost_density(
+                i, position, ghost, density, removed, lo, inv_cell, dims, cell_offsets
+            )
+        density[i] = rho
+        pressure[i] = tait_pressure(rho, rho0, b, gamma)
 
     @ti.kernel
     def boundary_density(
@@ -164,7 +161,6 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         ghost: ti.types.ndarray(ndim=1),
         density: ti.types.ndarray(ndim=1),
         pressure: ti.types.ndarray(ndim=1),
-        kind: ti.types.ndarray(ndim=1),
         removed: ti.types.ndarray(ndim=1),
         n: ti.i32,
         lo: ti.math.vec3,
@@ -174,8 +170,7 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
     ):
         for i in range(fluid_count(n, dims, cell_offsets), n):  # the boundary block
             boundary_particle(
-                i, position, ghost, density, pressure, kind, removed, lo, inv_cell, dims,
-                cell_offsets,
+                i, position, ghost, density, pressure, removed, lo, inv_cell, dims, cell_offsets,
             )  # fmt: skip
 
     return BoundaryDensity(boundary_density, boundary_particle)
