@@ -69,6 +69,13 @@ def cell_coord(p, lo, inv_cell, dims):
 
 
 @ti.func
+def grid_cell_count(dims):
+    """The number of cells of a grid of `dims` cells per axis, the keys of one block
+    (`CellGrid.num_cells` on the host)."""
+    return dims[0] * dims[1] * dims[2]
+
+
+@ti.func
 def cell_key(c, dims):
     """Linear cell number of cell coordinates c (x fastest)."""
     return (c[2] * dims[1] + c[1]) * dims[0] + c[0]
@@ -133,7 +140,7 @@ def row_cells(p, radius, cy, cz, lo, inv_cell, dims):
 @ti.func
 def block_span(cells, block, dims, cell_offsets: ti.template()):
     """[begin, end) of the sorted particles of `block` in the cells `cells` of `row_cells`."""
-    shift = block * (dims[0] * dims[1] * dims[2])
+    shift = block * grid_cell_count(dims)
     return ti.Vector([cell_offsets[shift + cells[0]], cell_offsets[shift + cells[1]]])
 
 
@@ -141,14 +148,14 @@ def block_span(cells, block, dims, cell_offsets: ti.template()):
 def fluid_count(n, dims, cell_offsets: ti.template()):
     """The fluid among the first n sorted particles: they come first, before the boundary
     block (at most n, which is 0 in a halted batch)."""
-    return ti.min(n, cell_offsets[dims[0] * dims[1] * dims[2]])
+    return ti.min(n, cell_offsets[grid_cell_count(dims)])
 
 
 @ti.func
 def block_key(p, group, lo, inv_cell, dims):
     """The sort key of a particle at p in `group`: its block's cells first, then its cell."""
     block = ti.min(group, 1)
-    return block * (dims[0] * dims[1] * dims[2]) + cell_key(cell_coord(p, lo, inv_cell, dims), dims)
+    return block * grid_cell_count(dims) + cell_key(cell_coord(p, lo, inv_cell, dims), dims)
 
 
 @ti.func
