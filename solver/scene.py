@@ -308,17 +308,18 @@ def lattice_mismatches(cfg: Config) -> list[str]:
     stands for is its cell of side dp around it, and the water can reach the tank's solid
     surfaces (under DBC it keeps dp/2 from the wall layer on them); an end of the built water
     MISMATCH_FRACTION dp or more from the block's (clipped to that reach) gives one line naming
-    the block, the axis and both extents. Blocks bounded by a mesh are not checked. The message
-    is a note, not an error: the lattice is the nearest the spacing allows.
+    the block, the axis and both extents. Blocks bounded by a mesh are not checked, nor a block
+    on the fitted lattice, which is built exactly. The message is a note, not an error: the
+    lattice is the nearest the spacing allows.
     """
+    if cfg.fluid_lattice == "fitted":
+        return []  # the one block is filled exactly
     dp = cfg.dp
     tol = geometric_tolerance(cfg)
     gap = surface_gap(cfg.physics.boundary)
     tank = cfg.tank.box
     reach = (0.5 - gap) * dp  # from a tank face to the first cell's lower side
-    notes = []
-    if cfg.fluid_lattice == "fitted":
-        return notes  # the block is filled exactly
+    notes: list[str] = []
     for i, block in enumerate(cfg.fluid_blocks):
         if block.mesh is not None:
             continue
