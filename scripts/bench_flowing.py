@@ -9,25 +9,17 @@ output), then times `--steps` steps from there:
 """
 
 import argparse
-import math
-import time
-
-import taichi as ti
 
 from solver.backend import start_backend
+from solver.bench import time_steps
 from solver.config import load_config
 from solver.simulation import Simulation
 
 
 def timed(sim: Simulation, steps: int) -> tuple[float, int]:
-    """(ms per step, sorts) over the next `steps` steps, in batches without a target time."""
-    first, sorts = sim.steps, sim.sorts
-    ti.sync()
-    started = time.perf_counter()
-    while sim.steps - first < steps:
-        sim.advance(math.inf, steps - (sim.steps - first))
-    ti.sync()
-    return 1e3 * (time.perf_counter() - started) / (sim.steps - first), sim.sorts - sorts
+    """(ms per step, sorts) over the next `steps` steps, timed as `dambreak bench` times."""
+    result = time_steps(sim, steps)
+    return 1e3 * result.wall_s / result.steps, result.sorts
 
 
 def main() -> None:

@@ -135,6 +135,44 @@ class _StepProgress:
             self.last = now
 
 
+@dataclass
+class TimedSteps:
+    """What `time_steps` measured."""
+
+    steps: int
+    sorts: int
+    simulated_time: float
+    particle_steps: int
+    wall_s: float
+
+
+def time_steps(sim: Simulation, steps: int, progress: _StepProgress | None = None) -> TimedSteps:
+    """Run and time the next `steps` steps of `sim`, in batches without read-backs, as
+    `dambreak run` steps (no output time to land on): the wall time from a drained device to
+    the last batch done on it, with the steps, sorts, simulated time and particle-steps
+    (live particles times steps, batch by batch) it covered."""
+    sorts_before, time_before, steps_before = sim.sorts, sim.time, sim.steps
+    particle_steps = 0
+    done = 0
+    ti.sync()
+    started = time.perf_counter()
+    while done < steps:
+        sim.advance(math.inf, steps - done)
+        particle_steps += sim.count * (sim.steps - steps_before - done)
+        done = sim.steps - steps_before
+        if progress is not None:
+            progress.update(done)
+    ti.sync()
+    wall_s = time.perf_counter() - started
+    return TimedSteps(
+        steps=done,
+        sorts=sim.sorts - sorts_before,
+        simulated_time=sim.time - time_before,
+        particle_steps=particle_steps,
+        wall_s=wall_s,
+    )
+
+
 def run_bench(
     cfg: Config,
     *,
@@ -177,21 +215,8 @@ def run_bench(
     ti.sync()
 
     neighbours_before = neighbours_per_particle(sim)
-    sorts_before, time_before, steps_before = sim.sorts, sim.time, sim.steps
-    progress = _StepProgress("timed", steps, quiet)
-    started = time.perf_counter()
-    particle_steps = 0
-    done = 0
-    while done < steps:
-        # In batches without read-backs, as `dambreak run` steps (no output time to land on).
-        sim.advance(math.inf, steps - done)
-        particle_steps += sim.count * (sim.steps - steps_before - done)
-        done = sim.steps - steps_before
-        progress.update(done)
-    ti.sync()
-    wall_s = time.perf_counter() - started
-    sorts = sim.sorts - sorts_before
-    simulated = sim.time - time_before
+    timed = time_steps(sim, steps, _StepProgress("timed", steps, quiet))
+    wall_s = timed.wall_s
     neighbours = 0.5 * (neighbours_before + neighbours_per_particle(sim))
 
     if phase_steps:
@@ -206,7 +231,7 @@ def run_bench(
 
     fluid = int(np.count_nonzero(sim.scene.kind == ParticleKind.FLUID))
     memory = estimate(cfg)
-    rate = particle_steps / wall_s
+    rate = timed.particle_steps / wall_s
     used = None
     if free_before is not None and free_after is not None:
         used = (free_before - free_after) / n
@@ -221,8 +246,8 @@ def run_bench(
         fluid_particles=fluid,
         warmup_steps=warmup,
         steps=steps,
-        sorts=sorts,
-        simulated_time=simulated,
+        sorts=timed.sorts,
+        simulated_time=timed.simulated_time,
         wall_s=wall_s,
         particle_steps_per_second=rate,
         neighbours_per_particle=neighbours,
