@@ -224,10 +224,10 @@ SCHEMA: tuple[KeySpec, ...] = (
             "Where the water's particles sit. dp: on the lattice tank.min + (i + 1/2) dp "
             "(mdbc; tank.min + i dp under dbc), as DualSPHysics and OpenFPM place them, which "
             "builds a block whose size is not a whole number of dp up to dp/2 longer or "
-            "shorter. fitted: each axis of the one box [[fluid]] block holds round(size / dp) "
-            "layers spaced evenly across it, so the water has exactly the block's size and "
-            "mass (mdbc only, no terrain or mesh obstacle; the fluid particle mass is rho0 times "
-            "the fitted cell).",
+            "shorter. fitted: each axis of the one box [[fluid]] block (under dbc cut to dp/2 "
+            "from the wall layers) holds round(size / dp) layers spaced evenly across it, so "
+            "the water has exactly the block's size and mass (no terrain or mesh obstacle; the "
+            "fluid particle mass is rho0 times the fitted cell).",
             choices=("dp", "fitted")),
     KeySpec("domain", "min", "vec3", "m", None, "Lower corner of the domain.",
             auto="tank min - (wall_layers dp + 2H)"),
@@ -397,8 +397,8 @@ CROSS_CHECKS: tuple[str, ...] = (
     "`rotate`, `translate`), never both; its mesh file exists, is read as STL, OBJ, PLY or OFF, "
     "holds triangles of non-zero area once scaled, is closed (every edge joins exactly two "
     "triangles) and encloses a volume.",
-    '`particles.fluid_lattice = "fitted"` needs `physics.boundary = "mdbc"`, exactly one '
-    "`[[fluid]]` block, a box at least dp/2 thick on every axis, no terrain and no mesh obstacle.",
+    '`particles.fluid_lattice = "fitted"` needs exactly one `[[fluid]]` block, a box holding at '
+    "least dp/2 of water on every axis, no terrain and no mesh obstacle.",
     "The terrain's mesh lies inside the tank in z (its top may rise above an open top only) "
     "and every vertical line of the fluid lattice through the tank crosses it exactly once.",
     "The domain contains the tank walls (`wall_layers` layers, the innermost dp/2 outside the "
@@ -649,10 +649,7 @@ class Config:
         "fitted" the spacing that fills the one fluid block exactly (solver/lattice.py)."""
         if self.fluid_lattice == "dp":
             return (self.dp, self.dp, self.dp)
-        block = self.fluid_blocks[0]
-        tol = geometric_tolerance(self)
-        spacing = (fitted_axis(block.min[a], block.max[a], self.dp, tol)[1] for a in range(3))
-        return tuple(spacing)
+        return tuple(axis[1] for axis in fitted_block_axes(self))
 
     @property
     def particle_mass(self) -> float:
@@ -1178,15 +1175,13 @@ class _Builder:
         self.cross_checks(cfg)
         return cfg
 
-    def check_fitted_lattice(self, cfg: Config, tol: float) -> None:
-        """particles.fluid_lattice = "fitted" fills one box block under mDBC, with no terrain
-        and no mesh obstacle (whose particles sit on the dp lattice, and whose inside is found
-        along the lattice's columns)."""
+    def check_fitted_lattice(self, cfg: Config) -> None:
+        """particles.fluid_lattice = "fitted" fills one box block, with no terrain and no mesh
+        obstacle (whose particles sit on the dp lattice, and whose inside is found along the
+        lattice's columns)."""
         key = "particles.fluid_lattice"
         problem = None
-        if cfg.physics.boundary != "mdbc":
-            problem = f'needs physics.boundary = "mdbc", not "{cfg.physics.boundary}"'
-        elif len(cfg.fluid_blocks) != 1:
+        if len(cfg.fluid_blocks) != 1:
             problem = f"needs exactly one [[fluid]] block, not {len(cfg.fluid_blocks)}"
         elif cfg.fluid_blocks[0].mesh is not None:
             problem = "needs a box [[fluid]] block (min, max), not a mesh"
@@ -1197,13 +1192,13 @@ class _Builder:
         if problem is not None:
             raise self.error(key, f'= "fitted" {problem}; or use "dp"')
         block = cfg.fluid_blocks[0]
-        for a, axis in enumerate("xyz"):
-            if fitted_axis(block.min[a], block.max[a], cfg.dp, tol)[2] == 0:
+        for axis, (_, _, count) in zip("xyz", fitted_block_axes(cfg), strict=True):
+            if count == 0:
                 raise self.error(
                     "fluid[0]",
-                    f"{_fluid_text(block)} is {block.size[a]:g} m on {axis}, thinner than "
-                    f'dp/2 = {cfg.dp / 2:g} m, the least a fitted lattice ({key} = "fitted") '
-                    "fills",
+                    f"{_fluid_text(block)} holds less than dp/2 = {cfg.dp / 2:g} m of water "
+                    f"on {axis} (under {cfg.physics.boundary}), the least a fitted lattice "
+                    f'({key} = "fitted") fills',
                 )
 
     def check_fluid_block(self, cfg: Config, i: int, tol: float) -> None:
@@ -1321,7 +1316,7 @@ class _Builder:
         if not cfg.fluid_blocks:
             raise ConfigError(f"{self.where}: no [[fluid]] block; at least one is required")
         if cfg.fluid_lattice == "fitted":
-            self.check_fitted_lattice(cfg, tol)
+            self.check_fitted_lattice(cfg)
         for i in range(len(cfg.fluid_blocks)):
             self.check_fluid_block(cfg, i, tol)
         for i, obstacle in enumerate(cfg.obstacles):
@@ -1475,6 +1470,17 @@ def _mesh_text(mesh: MeshConfig, box: Box) -> str:
 def _box_text(box: Box) -> str:
     """A box as "[x0, y0, z0]..[x1, y1, z1]"."""
     return f"{list(box.min)}..{list(box.max)}"
+
+
+def fitted_block_axes(cfg: Config) -> list[tuple[float, float, int]]:
+    """(first point, spacing, count) on each axis of the one fluid block's fitted lattice
+    (`particles.fluid_lattice = "fitted"`, solver/lattice.py `fitted_axis`)."""
+    block, tank = cfg.fluid_blocks[0], cfg.tank.box
+    tol, gap = geometric_tolerance(cfg), surface_gap(cfg.physics.boundary)
+    return [
+        fitted_axis(tank.min[a], tank.max[a], block.min[a], block.max[a], cfg.dp, tol, gap)
+        for a in range(3)
+    ]
 
 
 def geometric_tolerance(cfg: Config) -> float:

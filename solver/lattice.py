@@ -17,9 +17,10 @@ with the geometry the config gives.
 
 That lattice builds a block whose size is not a whole number of dp up to dp/2 longer or shorter
 (SPHERIC test 2's 0.55 m reservoir is 27.5 dp deep at dp = 0.02 and is built 0.56 m deep). The
-fitted lattice (`particles.fluid_lattice = "fitted"`, `fitted_axis`) fills the block itself:
-n = round(L / dp) layers of spacing L / n per axis, so the water has exactly the block's size,
-and the fluid particle mass is rho0 times the fitted cell, so it has exactly the block's mass.
+fitted lattice (`particles.fluid_lattice = "fitted"`, `fitted_axis`) fills the block itself
+(cut, under DBC, to dp/2 from the wall layers): n = round(L / dp) layers of spacing L / n per
+axis, so the water has exactly the block's size, and the fluid particle mass is rho0 times the
+fitted cell, so it has exactly the block's mass.
 """
 
 from __future__ import annotations
@@ -93,14 +94,26 @@ def fluid_index_range(
     return range(first, last + 1)
 
 
-def fitted_axis(lo: float, hi: float, dp: float, tol: float = 0.0) -> tuple[float, float, int]:
+def fitted_axis(
+    tank_lo: float,
+    tank_hi: float,
+    lo: float,
+    hi: float,
+    dp: float,
+    tol: float = 0.0,
+    gap: float = 0.0,
+) -> tuple[float, float, int]:
     """The fitted lattice of a block [lo, hi] along one axis: (first point, spacing, count).
 
-    count = round((hi - lo) / dp) (halves up) layers of spacing (hi - lo) / count, their points
-    at lo + (i + 1/2) spacing, so the layers fill [lo, hi] exactly; count is 0 when the block
-    is thinner than dp/2 (within tol).
+    The block is first cut to the water's reach in the tank, [tank_lo + r, tank_hi - r] with
+    r = (1/2 - gap) dp (`gap` is `surface_gap` of the boundary method: the water reaches the
+    tank faces under mDBC, keeps dp/2 from the wall layer under DBC). count = round(L / dp)
+    (halves up) layers of spacing L / count then fill the cut block's length L exactly, their
+    points at its low end + (i + 1/2) spacing; count is 0 when L is below dp/2 (within tol).
     """
-    length = hi - lo
+    reach = (0.5 - gap) * dp
+    low, high = max(lo, tank_lo + reach), min(hi, tank_hi - reach)
+    length = high - low
     count = max(math.floor(length / dp + 0.5 + tol / dp), 0)
     spacing = length / count if count else dp
-    return lo + 0.5 * spacing, spacing, count
+    return low + 0.5 * spacing, spacing, count

@@ -23,9 +23,10 @@ Lattice rules
   duplicates.
 * Fluid: points tank.min + (i + surface_gap) dp inside a block (min < x <= max per axis,
   tolerance 1e-9 relative), at least dp/2 from every tank face and from every obstacle box.
-  With `particles.fluid_lattice = "fitted"` (mDBC, one box block) the block's own lattice
-  instead: round(size / dp) points per axis at block.min + (i + 1/2) spacing, spacing =
-  size / count, half the smallest spacing from every obstacle box (`fitted_axis`).
+  With `particles.fluid_lattice = "fitted"` (one box block) the block's own lattice instead:
+  round(size / dp) points per axis at block.min + (i + 1/2) spacing, spacing = size / count
+  (the block cut to dp/2 from the wall layers under DBC), half the smallest spacing from every
+  obstacle box (solver/lattice.py `fitted_axis`).
 * Obstacles: the face lattice of the shrunk obstacle box on each axis; a solid box keeps all
   points, a hollow one the outer `wall_layers` on every side. Points within dp/2 of the grown
   tank (under DBC e.g. an obstacle's bottom layer standing on the floor, which the floor
@@ -74,12 +75,12 @@ from solver.config import (
     FluidBlock,
     ObstacleConfig,
     TankConfig,
+    fitted_block_axes,
     geometric_tolerance,
 )
 from solver.lattice import (
     even_boundary_lattice,
     face_lattice_size,
-    fitted_axis,
     fluid_index_range,
     surface_gap,
 )
@@ -223,11 +224,9 @@ def fluid_particles(cfg: Config, tol: float) -> np.ndarray:
     """Fluid lattice points inside the blocks, clear of every solid: tank.min + (i + gap) dp,
     or the fitted lattice of the one block (`particles.fluid_lattice`)."""
     if cfg.fluid_lattice == "fitted":
-        block = cfg.fluid_blocks[0]
-        axes = []
-        for a in range(3):
-            first, spacing, count = fitted_axis(block.min[a], block.max[a], cfg.dp, tol)
-            axes.append(first + spacing * np.arange(count))
+        axes = [
+            first + spacing * np.arange(count) for first, spacing, count in fitted_block_axes(cfg)
+        ]
         points = _product(*axes)
         clearance = 0.5 * min(cfg.fluid_cell) - tol
         for obstacle in cfg.obstacles:  # boxes (check_fitted_lattice)
@@ -499,9 +498,7 @@ def particle_count_bound(cfg: Config) -> int:
     for block in cfg.fluid_blocks:
         lattice = math.prod(len(_block_indices(tank, block, a, dp, tol, gap)) for a in range(3))
         if cfg.fluid_lattice == "fitted":
-            lattice = math.prod(
-                fitted_axis(block.min[a], block.max[a], dp, tol)[2] for a in range(3)
-            )
+            lattice = math.prod(count for _, _, count in fitted_block_axes(cfg))
         mesh_counted = block.mesh is not None and lattice <= MESH_COUNT_LIMIT
         fluid += len(_fluid_block_indices(cfg, block, tol)) if mesh_counted else lattice
     wall_box = _wall_lattice_tank(cfg).box

@@ -63,6 +63,24 @@ def test_the_fitted_block_is_built_with_its_size_and_its_mass() -> None:
     assert lattice_mismatches(cfg) == []
 
 
+def test_under_dbc_the_fitted_block_keeps_dp_2_from_the_wall_layers() -> None:
+    """DBC's wall layers lie on the tank faces and its water keeps dp/2 from them, so the block
+    is cut to [tank + dp/2, tank - dp/2] where it reaches a face: x [0.222, 0.58] (9 layers),
+    y [0.02, 0.18] (4), z [0.02, 0.23] (5)."""
+    cfg = loads_config(CASE.replace('boundary = "mdbc"', 'boundary = "dbc"'))
+    scene = build_scene(cfg)
+    fluid = scene.position[scene.kind == FLUID]
+    low, high, counts = (0.222, 0.02, 0.02), (0.58, 0.18, 0.23), (9, 4, 5)
+    assert len(fluid) == math.prod(counts)
+    assert particle_count_bound(cfg) >= len(scene.kind)  # DBC drops obstacle points on walls
+    for a in range(3):
+        spacing = (high[a] - low[a]) / counts[a]
+        assert fluid[:, a].min() == pytest.approx(low[a] + spacing / 2, abs=1e-12)
+        assert fluid[:, a].max() == pytest.approx(high[a] - spacing / 2, abs=1e-12)
+    volume = math.prod(h - lo for lo, h in zip(low, high, strict=True))
+    assert len(fluid) * cfg.particle_mass == pytest.approx(cfg.physics.rho0 * volume, rel=1e-12)
+
+
 def test_the_dp_lattice_builds_the_same_block_half_a_layer_off() -> None:
     """The same block on the dp lattice: the notes name both axes it cannot fill (x: 0.378 m
     is 9.45 dp; z: 0.23 m is 5.75 dp, built 0.24 m deep), and its particles weigh rho0 dp^3."""
@@ -83,12 +101,14 @@ def test_the_choice_survives_the_resolved_config() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (('boundary = "mdbc"', 'boundary = "dbc"'), 'needs physics.boundary = "mdbc"'),
         (
             ("[[obstacle]]", f"{SECOND_BLOCK}\n[[obstacle]]"),
             "needs exactly one [[fluid]] block, not 2",
         ),
-        (("max = [0.6, 0.2, 0.23]", "max = [0.6, 0.2, 0.015]"), "thinner than dp/2 = 0.02 m"),
+        (
+            ("max = [0.6, 0.2, 0.23]", "max = [0.6, 0.2, 0.015]"),
+            "holds less than dp/2 = 0.02 m of water on z",
+        ),
     ],
 )
 def test_a_fitted_lattice_it_cannot_build_is_refused(change: tuple[str, str], message: str) -> None:

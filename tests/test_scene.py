@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from solver.config import Config, ConfigError, load_config, loads_config
+from solver.config import Config, ConfigError, fitted_block_axes, load_config, loads_config
 from solver.particle_kind import ParticleKind
 from solver.scene import (
     Scene,
@@ -31,6 +31,9 @@ BOUNDARIES = ("mdbc", "dbc")
 GAP = {"mdbc": 0.5, "dbc": 0.0}
 """Where the surface lies beyond the innermost boundary layer, in dp (English et al. 2022)."""
 DBC = ("physics.boundary=dbc",)
+DP_LATTICE = "particles.fluid_lattice=dp"
+"""The override that puts a shipped case's water back on the dp lattice (spheric_test2 fits
+its block)."""
 COARSE = {"dambreak_houses": ("particles.dp=0.02",)}
 """Overrides that keep the shipped cases built here small (the houses case is a GPU case)."""
 
@@ -155,9 +158,11 @@ def test_seed_case_fluid_count_does_not_depend_on_wall_layers(layers: int, bound
 
 
 def test_spheric_test2_fluid_on_cell_centres() -> None:
-    """mDBC fluid fills the cell centres tank.min + (i + 1/2) dp of the block (1.992, 3.22] x
-    (0, 1] x (0, 0.55]: x 2.01..3.21, y 0.01..0.99, z 0.01..0.55, 61 x 50 x 28 particles."""
-    scene = build_scene(load_config(ROOT / "configs" / "spheric_test2.toml"))
+    """On the dp lattice mDBC fluid fills the cell centres tank.min + (i + 1/2) dp of the block
+    (1.992, 3.22] x (0, 1] x (0, 0.55]: x 2.01..3.21, y 0.01..0.99, z 0.01..0.55, 61 x 50 x 28
+    particles (the shipped config fits the block instead: tests/test_fitted_lattice.py)."""
+    cfg = load_config(ROOT / "configs" / "spheric_test2.toml", [DP_LATTICE])
+    scene = build_scene(cfg)
     fluid = scene.position[scene.kind == FLUID]
     assert len(fluid) == 61 * 50 * 28 == 85_400
     assert fluid.min(axis=0) == pytest.approx([2.01, 0.01, 0.01], abs=1e-12)
@@ -172,12 +177,13 @@ def test_lattice_mismatches_name_the_blocks_the_lattice_cannot_fill() -> None:
     keeps dp/2 from the wall layer, which is no mismatch: the seed case's OpenFPM variant
     notes only its x end (0.4 m = 46.56 dp), not the floor or the walls it stands on."""
     spheric = ROOT / "configs" / "spheric_test2.toml"
-    notes = lattice_mismatches(load_config(spheric))
+    assert lattice_mismatches(load_config(spheric)) == []  # shipped: the fitted lattice
+    notes = lattice_mismatches(load_config(spheric, [DP_LATTICE]))
     assert len(notes) == 2
     assert "fluid[0] along x is built as 61 layers" in notes[0] and "[2, 3.22] m" in notes[0]
     assert "fluid[0] along z is built as 28 layers of dp = 0.02 m, [0, 0.56] m" in notes[1]
     assert "[0, 0.55] m (0.55 m = 27.5 dp)" in notes[1]
-    assert lattice_mismatches(load_config(spheric, ["particles.dp=0.01"])) == []
+    assert lattice_mismatches(load_config(spheric, [DP_LATTICE, "particles.dp=0.01"])) == []
     openfpm = lattice_mismatches(seed(1, "dbc"))
     assert [n.split(" is built")[0].split(": ")[-1] for n in openfpm] == ["fluid[0] along x"]
 
@@ -203,7 +209,7 @@ DBC_SCENES = {
     "column_collapse": ((), 94_425, "0ee9302e460baff4"),
     "dambreak": (("tank.wall_layers=1",), 171_665, "6118dcef6c9bbaf0"),
     "quick": (("tank.wall_layers=2",), 5_376, "ef8d79306fb9c0f8"),
-    "spheric_test2": ((), 174_105, "1dfffdfeca681f65"),
+    "spheric_test2": ((DP_LATTICE,), 174_105, "1dfffdfeca681f65"),
     "dambreak_houses": (COARSE["dambreak_houses"], 34_557, "c77f65032ab71b27"),
 }
 
@@ -348,14 +354,18 @@ def test_fluid_inside_tank_blocks_and_clear_of_obstacles(path: Path, boundary: s
     fluid = scene.position[scene.kind == FLUID]
     lo, hi = np.array(cfg.tank.box.min), np.array(cfg.tank.box.max)
     tol = 1e-9
-    assert np.all(fluid >= lo + 0.5 * dp - tol) and np.all(fluid <= hi - 0.5 * dp + tol)
+    half = 0.5 * np.array(cfg.fluid_cell)  # dp/2, or half the fitted spacing
+    assert np.all(fluid >= lo + half - tol) and np.all(fluid <= hi - half + tol)
     in_a_block = np.zeros(len(fluid), dtype=bool)
     for block in cfg.fluid_blocks:
         bmin, bmax = np.array(block.min), np.array(block.max)
         in_a_block |= np.all((fluid > bmin - tol) & (fluid <= bmax + tol), axis=1)
     assert np.all(in_a_block)
-    # on the lattice tank.min + (i + gap) dp: DBC's grid, or mDBC's cell centres
-    steps = (fluid - lo) / dp - GAP[boundary]
+    if cfg.fluid_lattice == "dp":  # on tank.min + (i + gap) dp: DBC's grid, mDBC's centres
+        steps = (fluid - lo) / dp - GAP[boundary]
+    else:  # on the block's fitted lattice
+        first, spacing, _ = np.array(fitted_block_axes(cfg)).T
+        steps = (fluid - first) / spacing
     assert np.allclose(steps, np.round(steps), atol=1e-6)
     for obstacle in cfg.obstacles:
         if obstacle.mesh is not None:  # outside the surface (the parity test's own test is
