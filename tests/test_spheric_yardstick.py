@@ -207,12 +207,14 @@ def make_run(
     case: str = "spheric_test2",
     t: np.ndarray = T_MS,
     departs_after: float = math.inf,
+    overrides: tuple[str, ...] = (),
 ) -> Path:
     """A spheric_test2 run folder at `dp` whose series are the limit plus dp (heights, m) or
     1000 dp (pressures, Pa), and 1 m (1 kPa) more after `departs_after` [s], with a
-    summary.json like `dambreak run` writes."""
+    summary.json like `dambreak run` writes; `overrides` change its config further."""
     cfg = load_config(
-        REPO / "configs" / "spheric_test2.toml", [f"particles.dp={dp}", f"case.name={case}"]
+        REPO / "configs" / "spheric_test2.toml",
+        [f"particles.dp={dp}", f"case.name={case}", *overrides],
     )
     names = names if names is not None else HEIGHTS + PRESSURES
     departure = np.where(t > departs_after, 1.0, 0.0)
@@ -268,9 +270,8 @@ def test_convergence_differences_shrink_for_converging_runs(
     assert "| #3 | " in text and "removed: density_out_of_band" in text
     assert "| H1 | m | 50 | 0.02 | 0.01 | 0.5 | yes |" in text
     assert report["yardstick"] == {}
-    # The water as built: at dp 0.02 (and 0.04) the 0.55 m reservoir starts 0.56 m deep.
-    depth = [n for n in report["notes"] if "along z is built as" in n]
-    assert len(depth) == 2 and "28 layers of dp = 0.02 m, [0, 0.56] m" in depth[1]
+    # The shipped config fits its lattice to the reservoir: no water is built off its block.
+    assert not [n for n in report["notes"] if "is built as" in n]
     impulses = report["impulses"]
     assert list(impulses) == PRESSURES
     for name, entry in impulses.items():
@@ -286,6 +287,22 @@ def test_convergence_differences_shrink_for_converging_runs(
     # P1's pulse (1000 Pa high, on 300 + 1000 dp) reaches 1 kPa later the finer the run.
     assert impulses["P1"]["runs"][0]["arrival"] < impulses["P1"]["runs"][2]["arrival"]
     assert "## First impact: pressure impulse" in text
+
+
+def test_convergence_report_notes_water_the_dp_lattice_builds_off_its_block(
+    tmp_path: Path,
+) -> None:
+    """On the dp lattice the 0.55 m reservoir starts 0.56 m deep at dp 0.04 and 0.02, 0.55 m at
+    0.01: the report notes the two runs whose water differs from the block."""
+    dp_lattice = ("particles.fluid_lattice=dp",)
+    runs = [make_run(tmp_path / f"dp{dp}", dp, overrides=dp_lattice) for dp in (0.04, 0.02, 0.01)]
+    out = tmp_path / "report"
+    assert (
+        dambreak(["validate", "spheric_test2", "--runs", *map(str, runs), "--out", str(out)]) == 0
+    )
+    report = json.loads((out / "report.json").read_text())
+    depth = [n for n in report["notes"] if "along z is built as" in n]
+    assert len(depth) == 2 and "28 layers of dp = 0.02 m, [0, 0.56] m" in depth[1]
 
 
 def test_convergence_with_experiment_gives_each_runs_yardstick(
