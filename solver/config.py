@@ -1216,9 +1216,9 @@ class _Builder:
                         key,
                         f"{what} is {block.size[a]:g} m on {axis}, thinner than dp = {cfg.dp:g} m",
                     )
-        gap = surface_gap(cfg.physics.boundary)  # the scene's fluid lattice (solver/lattice.py)
-        lattice = "tank.min + (i + 1/2) dp" if gap else "tank.min + i dp"
         if cfg.fluid_lattice == "dp":  # a fitted block is checked by check_fitted_lattice
+            gap = surface_gap(cfg.physics.boundary)  # the scene's lattice (solver/lattice.py)
+            lattice = "tank.min + (i + 1/2) dp" if gap else "tank.min + i dp"
             for a, axis in enumerate("xyz"):
                 points = fluid_index_range(
                     tank.min[a], tank.max[a], block.min[a], block.max[a], cfg.dp, tol, gap
