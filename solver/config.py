@@ -349,7 +349,10 @@ SCHEMA: tuple[KeySpec, ...] = (
             "deflate (zip's, level 1: 1.3 to 3.5 times smaller on the seed case, 7 to 20 times "
             "slower to write).",
             choices=NPZ_COMPRESSIONS),
-    KeySpec("output", "probe_interval", "float", "s", None, "Time between probe samples.",
+    KeySpec("output", "probe_interval", "float", "s", None,
+            "Time between probe samples. A probe is sampled at the end of the first step at or "
+            "after each multiple of it (steps are not shortened to land on it, so the run does "
+            "not depend on it); probes.csv gives each sample's own time.",
             lo=0.0, lo_open=True, auto="time.output_interval"),
     KeySpec("probes.height", "name", "str", "-", REQUIRED,
             "Gauge name (unique among all probes)."),

@@ -12,7 +12,9 @@ benchmarks' phase timing uses, so both paths compute the same results.
 The kernel returns nothing: it takes part in a batch of steps launched back to back
 (solver/step_batch.py), reading the remaining time and the last dt from the batch array and
 writing its record there, and it does nothing once an earlier step of the batch has stopped
-it. A kernel that returned its time step would make every launch wait for the device.
+it. A kernel that returned its time step would make every launch wait for the device. A step
+that passes a probe time samples the probes last, into the batch's next probe row
+(solver/output/device_probes.py), so probes every millisecond do not stop the batch.
 """
 
 import taichi as ti
@@ -20,10 +22,11 @@ import taichi as ti
 from solver.counting_region import everywhere
 from solver.integrate import Integrator
 from solver.neighbors import CellGrid, fluid_count
+from solver.output.device_probes import ProbePoints
 from solver.parallel.reduce import clear_slot
 from solver.physics.interaction import Interaction
 from solver.physics.mdbc import BoundaryDensity
-from solver.step_batch import DT_PREV, REMAINING, BatchControl
+from solver.step_batch import DT_PREV, MOVED, REMAINING, BatchControl
 
 
 def build_verlet_step(
@@ -32,14 +35,19 @@ def build_verlet_step(
     grid: CellGrid,
     boundary: BoundaryDensity | None,
     batch: BatchControl,
+    probes: ProbePoints,
+    support_radius: float,
 ):
     """The kernel of one Verlet step on `grid`, as step k of a batch (see `BatchControl`).
 
-    `boundary` is the mDBC pass, None under DBC. The grid's geometry is compiled in rather
-    than passed: every argument adds to the host's cost of a launch, vectors most; for that
-    reason the SPS closure (`interaction.sps`) gets a kernel of its own, which takes tau and
-    tau_next after the other arguments, as the interaction kernel does. `remaining`, `dt_prev`
-    and `moved` are read by the batch's first kernel only (k = 0).
+    `boundary` is the mDBC pass, None under DBC. `probes` are the case's probe points,
+    sampled (within `support_radius` of each, plus the skin bound `moved`) by a step that
+    passes a probe time; a case without probes compiles no probe loop. The grid's geometry is
+    compiled in rather than passed: every argument adds to the host's cost of a launch,
+    vectors most; for that reason the SPS closure (`interaction.sps`) gets a kernel of its
+    own, which takes tau and tau_next after the other arguments, as the interaction kernel
+    does. `remaining`, `dt_prev`, `moved` and the probe clock are read by the batch's first kernel
+    only (k = 0).
     """
     mdbc = boundary is not None
     boundary_particle = boundary.particle if mdbc else None
@@ -47,6 +55,8 @@ def build_verlet_step(
     verlet_particle = integrator.verlet_particle
     device_time_step = integrator.device_time_step
     lo, inv_cell, dims, _ = grid.kernel_args()
+    sampled = probes.interval is not None
+    point_sums, n_points = probes.point_sums, probes.count
 
     @ti.func
     def step(
@@ -72,10 +82,14 @@ def build_verlet_step(
         remaining,
         dt_prev,
         moved,
+        last_probe,
+        probes_left,
+        points: ti.template(),
+        probe_rows: ti.template(),
         stress: ti.template(),
     ):
         """The step's loops; called at a kernel's top level, they stay its parallel loops."""
-        batch.begin(records, k, remaining, dt_prev, moved)
+        batch.begin(records, k, remaining, dt_prev, moved, last_probe, probes_left)
         live = batch.live_count(records, n)
         if batch.running(records):
             clear_slot(maxima, 1 - slot)  # for the next step (see SlotMaximum)
@@ -106,6 +120,14 @@ def build_verlet_step(
             )  # fmt: skip
         if batch.running(records):
             batch.finish(records, k, dt, maxima[slot], health)
+        if ti.static(sampled):
+            row = batch.probe_row(records, k)
+            radius = support_radius + records[0][MOVED]
+            for q in range(ti.select(row >= 0, n_points, 0)):
+                probe_rows[row, q] = point_sums(
+                    points[q], position, density, pressure, removed, radius, lo, inv_cell,
+                    dims, cell_offsets,
+                )  # fmt: skip
 
     @ti.kernel
     def interact_and_verlet(
@@ -131,11 +153,16 @@ def build_verlet_step(
         remaining: float,
         dt_prev: float,
         moved: float,
+        last_probe: float,
+        probes_left: float,
+        points: ti.types.ndarray(ndim=1),
+        probe_rows: ti.types.ndarray(ndim=2),
     ):
         step(
             position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
-            records, k, remaining, dt_prev, moved, (),
+            records, k, remaining, dt_prev, moved, last_probe, probes_left, points,
+            probe_rows, (),
         )  # fmt: skip
 
     @ti.kernel
@@ -162,13 +189,18 @@ def build_verlet_step(
         remaining: float,
         dt_prev: float,
         moved: float,
+        last_probe: float,
+        probes_left: float,
+        points: ti.types.ndarray(ndim=1),
+        probe_rows: ti.types.ndarray(ndim=2),
         tau: ti.types.ndarray(ndim=1),
         tau_next: ti.types.ndarray(ndim=1),
     ):
         step(
             position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
-            records, k, remaining, dt_prev, moved, (tau, tau_next),
+            records, k, remaining, dt_prev, moved, last_probe, probes_left, points,
+            probe_rows, (tau, tau_next),
         )  # fmt: skip
 
     return interact_and_verlet_sps if interaction.sps else interact_and_verlet

@@ -178,14 +178,15 @@ def run_simulation(
     loop_started = wallclock.perf_counter()
     with stop.installed(), handover():
         try:
-            copied = observers.observe(sim) if resume is None else None
+            copied = observers.start(sim) if resume is None else None
             # What a failure leaves in checkpoint.npz (see _keep_last_good).
             last_good = capture(copied if copied is not None else sim.state())
             while sim.time < end and not stopping():
                 step_started = wallclock.perf_counter()
                 steps_before = sim.steps
                 # A batch of steps up to the next output time, with no read-back between
-                # them; the first is one step alone, which times the kernels' compilation.
+                # them (probe times do not stop it); the first is one step alone, which times
+                # the kernels' compilation.
                 batch = MAX_STEPS if steps_here else 1
                 sim.advance(min(observers.next_time(), cfg.time.end), batch)
                 if steps_here == 0:
@@ -195,10 +196,11 @@ def run_simulation(
                     particle_steps += sim.count * (sim.steps - steps_before)
                 steps_here += sim.steps - steps_before
                 health.check()
+                observers.record_probes(probes.take())
                 # A snapshot copies the whole state (the snapshot is cut from it), and that copy
                 # is the last good state; probe times copy only the probes' sums (see
                 # _keep_last_good).
-                copied = observers.observe(sim) if observers.wants(sim.time) else None
+                copied = observers.observe(sim)
                 if copied is not None:
                     last_good = capture(copied)
                 if checkpoints is not None and checkpoints.due(sim.time):

@@ -5,6 +5,7 @@ step, integration), one at a time or in batches launched without a read-back bet
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import taichi as ti
@@ -22,6 +23,7 @@ from solver.integrate import (
     lands_on_limit,
 )
 from solver.neighbors import CellGrid
+from solver.output.device_probes import ProbePoints
 from solver.parallel.reduce import SlotMaximum
 from solver.particle_kind import ParticleKind
 from solver.particles import STATE, ParticleArrays
@@ -38,13 +40,19 @@ from solver.step_batch import (
     DT,
     EVENTS,
     FLAGGED,
+    HALTED,
     LANDED,
+    LAST_PROBE,
     MAX_STEPS,
     MOVED,
+    NO_PROBE,
     NONFINITE,
+    PROBE_TIMES,
+    PROBES_LEFT,
     REMAINING,
     TAKEN,
     V_MAX,
+    BatchControl,
     allocate_batch,
     build_batch_control,
 )
@@ -120,12 +128,18 @@ class Simulation:
             build_boundary_density(cfg, self.skin) if cfg.physics.boundary == "mdbc" else None
         )
         self._records = allocate_batch(dtype)
+        self.probe_points = ProbePoints(cfg, dtype)
+        """Where the probes read the field; a batch of steps samples them there."""
+        self.probe_interval = self.probe_points.interval
+        """Time between probe samples (None: the case has no probes)."""
         self._verlet_step_kernel = build_verlet_step(
             self._interaction,
             self._integrator,
             self.grid,
             self._boundary,
-            build_batch_control(cfg.time.dt_min, self._skin_bound),
+            self._batch_control(),
+            self.probe_points,
+            cfg.support_radius,
         )
         self._full_step = (0.0, 0.0)
         """The last step not shortened to a target: its dt and how far it could move a
@@ -134,6 +148,25 @@ class Simulation:
         """The target time of the batches under way (None: the next batch sets one)."""
         self._remaining = 0.0
         """Time from now to `_until` as the device counts it (its float type)."""
+        self.probe_index = 1
+        """The next probe time is probe_index * probe_interval (the run samples t = 0 itself
+        before the first step)."""
+        self._probe_clock = (NO_PROBE, 0.0)
+        """Where the next probe time lies before `_until`, as the device counts it: LAST_PROBE
+        and PROBES_LEFT (solver/step_batch.py)."""
+        self.probe_times: list[float] = []
+        """Times of the steps of the last `advance` (or `step`) that passed a probe time."""
+        self.probe_rows_filled = False
+        """Whether the probes at `probe_times` were sampled into the probe rows (a batch of
+        fused steps) or into `probe_sums` (steps taken alone)."""
+        self.probe_sums: list[np.ndarray] = []
+        """The sums at the probe points at each of `probe_times`, sampled by `probe_sampler`
+        after a step taken alone that passed a probe time."""
+        self.probe_sampler: Callable[[], np.ndarray] | None = None
+        """Gives the sums at every probe point now (`DeviceProbes.point_sums`, which sets it);
+        None: steps taken alone sample nothing."""
+        self.batch_halted = False
+        """Whether the last step counted stopped its batch (solver/step_batch.py events)."""
         self.moved = math.inf
         """Bound on how far any particle moved since the last sort (inf: sort now) [m]."""
         self.sorts = 0
@@ -144,6 +177,10 @@ class Simulation:
         self.phase = untimed
         """Context-manager factory wrapped around each phase of a step (a `PhaseTimer` in
         benchmarks)."""
+
+    def _batch_control(self) -> BatchControl:
+        """The batch functions of this case's steps (solver/step_batch.py)."""
+        return build_batch_control(self.cfg.time.dt_min, self._skin_bound, self.probe_interval)
 
     @property
     def count(self) -> int:
@@ -303,7 +340,9 @@ class Simulation:
         every = self.cfg.time.verlet_euler_every
         return int(step % every == every - 1)
 
-    def _launch_step(self, k: int, slot: int, remaining: float) -> None:
+    def _launch_step(
+        self, k: int, slot: int, remaining: float, probe_clock: tuple[float, float]
+    ) -> None:
         """Launch step k of a batch (see solver/fused_step.py): no sort, no read-back."""
         p = self.particles
         stress = self._stress_arrays()
@@ -313,26 +352,43 @@ class Simulation:
             p.position, p.ghost, p.velocity, p.velocity_prev, p.density, p.density_prev,
             p.pressure, p.kind, p.removed, p.count, self.grid.cell_offsets, p.acceleration,
             p.density_rate, self._maximum.out, slot, self._euler_at(self.steps + k),
-            self._health, self._records, k, remaining, self.dt, self.moved, *stress,
+            self._health, self._records, k, remaining, self.dt, self.moved, *probe_clock,
+            self.probe_points.points, self.probe_points.rows, *stress,
         )  # fmt: skip
 
-    def _step_batch(self, remaining: float, until: float | None, max_steps: int) -> None:
+    def _step_batch(
+        self,
+        remaining: float,
+        probe_clock: tuple[float, float],
+        until: float | None,
+        max_steps: int,
+    ) -> None:
         """Sort when due, then launch up to `max_steps` Verlet steps back to back and read back
         their records once (solver/step_batch.py): the device stops the batch at the first
-        step that lands on the target `remaining` seconds away, makes a sort due or finds the
-        run unhealthy. The host then counts each step taken as `step` does; a step landing on
-        the target counts `until - time` (`remaining` itself when `until` is None, for a
-        batch of one step)."""
+        step that lands on the target `remaining` seconds away, makes a sort due, fills the
+        probe rows or finds the run unhealthy; the steps that pass a probe time (`probe_clock`,
+        see `_target`) sample the probes. The host then counts each step
+        taken as `step` does; a step landing on the target counts `until - time` (`remaining`
+        itself when `until` is None, for a batch of one step)."""
         self._sort_if_needed()
         launches = batch_size(max_steps, remaining, self._skin_bound - self.moved, *self._full_step)
         slots = self._maximum.next_slots(launches)
         for k in range(launches):
-            self._launch_step(k, slots[k], remaining)
+            self._launch_step(k, slots[k], remaining, probe_clock)
         self._count_batch(slots, remaining, until)
+        self.probe_rows_filled = True
+
+    def _sample_probes_here(self) -> None:
+        """After a step taken alone that passed a probe time: sample the probes now, into
+        `probe_sums`."""
+        self.probe_rows_filled = False
+        if self.probe_sampler is not None:
+            self.probe_sums.append(self.probe_sampler())
 
     def _count_batch(self, slots: list[int], remaining: float, until: float | None) -> None:
         """Read back the records of a batch launched into `slots` toward `until` (`remaining`
-        seconds away) and count each step taken as `step` does (see `_step_batch`)."""
+        seconds away) and count each step taken as `step` does (see `_step_batch`), with the
+        probe times each passed."""
         records = self._records.to_numpy()
         taken = int(records[0, TAKEN])
         self._maximum.claim(taken)
@@ -354,9 +410,15 @@ class Simulation:
             self.dt = dt
             self.time += dt
             self.steps += 1
+            passed = int(record[PROBE_TIMES])
+            if passed:
+                self.probe_index += passed
+                self.probe_times.append(self.time)
         self.moved = float(records[0, MOVED])
         self._remaining = float(records[0, REMAINING])
+        self._probe_clock = (float(records[0, LAST_PROBE]), float(records[0, PROBES_LEFT]))
         self._until = None if self.landed else until
+        self.batch_halted = bool(records[0, HALTED])
 
     def _verlet_step(self, slot: int, dt_limit: float):
         """One Verlet (or Euler) update after a separate interaction launch; returns (dt,
@@ -399,8 +461,19 @@ class Simulation:
         one kernel launch (plus a sort when due), then one read-back of its record; `advance`
         takes many steps per read-back.
         """
+        self._forget_probe_times()
+        self._step(dt_limit)
+
+    def _forget_probe_times(self) -> None:
+        """Start the list of probe times passed (before `step` or `advance` steps)."""
+        self.probe_times = []
+        self.probe_sums = []
+
+    def _step(self, dt_limit: float) -> None:
+        """`step`, adding to the probe times passed so far."""
         if self._batched:
-            self._step_batch(dt_limit, None, 1)
+            self._step_batch(dt_limit, (NO_PROBE, 0.0), None, 1)
+            self._pass_probe_times()
             return
         slot = self._update_neighbours_and_forces()
         if self.symplectic:
@@ -421,28 +494,60 @@ class Simulation:
         self.time += dt
         self.steps += 1
         self._until = None
+        self._pass_probe_times()
+
+    def _pass_probe_times(self) -> None:
+        """After a step taken alone on the host: count the probe times it passed (in f64,
+        within the relative 1e-9 the run's schedules allow) and sample the probes if any."""
+        if self.probe_interval is None:
+            return
+        passed = 0
+        while self.time >= self.probe_index * self.probe_interval * (1.0 - 1e-9):
+            self.probe_index += 1
+            passed += 1
+        if passed:
+            self.probe_times.append(self.time)
+            self._sample_probes_here()
+
+    def _target(self, until: float) -> tuple[float, tuple[float, float]]:
+        """The device's time left to `until` and its probe clock (LAST_PROBE, PROBES_LEFT;
+        solver/step_batch.py): carried from the last batch while the target is the same, else
+        taken afresh. A probe time within the run schedules' relative 1e-9 of the target
+        counts as on it, so that the step landing there passes it."""
+        if until == self._until:
+            return self._remaining, self._probe_clock
+        if self.probe_interval is None or not math.isfinite(until):
+            return until - self.time, (NO_PROBE, 0.0)
+        last = math.floor(until / self.probe_interval * (1.0 + 1e-9))
+        last_probe = max(until - last * self.probe_interval, 0.0)
+        if last_probe <= 1e-9 * until:
+            last_probe = 0.0
+        return until - self.time, (last_probe, float(max(last - self.probe_index, -1)))
 
     def advance(self, until: float, max_steps: int = MAX_STEPS) -> None:
         """Take up to `max_steps` steps toward simulated time `until`, landing on it exactly,
         with no read-back between steps where the scheme allows (Verlet, see `_batched`).
 
         Returns early, after the step concerned, when a step lands on `until`, when a sort
-        is due (the next call sorts first) or when the run's health needs a look (a
-        non-finite value, the time step at its floor; see solver/health.py). Within one target
-        the result does not depend on how the steps are split into calls: the device's count
-        of the remaining time goes on from call to call, in the device's float type. Takes no
-        step when `until` is not ahead.
+        is due (the next call sorts first), when the run's health needs a look (a
+        non-finite value, the time step at its floor; see solver/health.py) or when the probe
+        rows are full. Within one target the result does not depend on how the steps are
+        split into calls: the device's count of the remaining time goes on from call to call,
+        in the device's float type. Takes no step when `until` is not ahead.
+
+        The steps that pass a probe time are listed in `probe_times`, and the probes sampled
+        there (`probe_rows_filled`; solver/output/device_probes.py `DeviceProbes.take`).
         """
+        self._forget_probe_times()
         if until <= self.time:
             return
         if not self._batched:
             for _ in range(max_steps):
-                self.step(until - self.time)
+                self._step(until - self.time)
                 if self.landed or self.nonfinite or self.at_dt_floor:
                     return
             return
-        remaining = self._remaining if until == self._until else until - self.time
-        self._step_batch(remaining, until, max_steps)
+        self._step_batch(*self._target(until), until, max_steps)
 
     def snapshot(self) -> Snapshot:
         """The live particles now, with pressure from the current density."""
@@ -510,6 +615,9 @@ class Simulation:
             "flagged": np.int64(self.flagged),
             "until": np.float64(math.nan if self._until is None else self._until),
             "remaining": np.float64(self._remaining),
+            "probe_index": np.int64(self.probe_index),
+            "last_probe": np.float64(self._probe_clock[0]),
+            "probes_left": np.float64(self._probe_clock[1]),
             "removal_log": self.removal_log.rows(),
             "logged": np.int64(self._logged),
         }
@@ -541,6 +649,14 @@ class Simulation:
         until = float(state.get("until", math.nan))
         self._until = None if math.isnan(until) else until
         self._remaining = float(state.get("remaining", 0.0))
+        # Where the probes stand (absent from checkpoints written before the batches sampled
+        # them: the first probe time after the checkpoint's).
+        if "probe_index" in state:
+            self.probe_index = int(state["probe_index"])
+            self._probe_clock = (float(state["last_probe"]), float(state["probes_left"]))
+        elif self.probe_interval is not None:
+            self.probe_index = int(self.time / self.probe_interval * (1.0 + 1e-9)) + 1
+            self._until = None
         # The removal log (absent from checkpoints written before it existed: an empty log, and
         # the flags pending in the state are logged at the next sort).
         self.removal_log = RemovalLog(state.get("removal_log"))

@@ -30,20 +30,37 @@ time, so the step that lands on a target may differ from theirs by the float rou
 count; and the skin bound `moved` is summed in the device's float type (it was f64 on the
 host), which can move a sort by a step where the bound is crossed within rounding.
 
+Probes are sampled inside the batch (solver/output/device_probes.py): a step that reaches a
+probe time does not stop the batch, it gathers the probes' sums into the next row of the
+simulation's probe rows, and the host reads them with the records. The batch does not shorten
+a step to land on a probe time, as DualSPHysics' gauges do not: a probe is sampled at the end
+of the first step at or after its time, and the run's trajectory does not depend on how often
+it is observed (before, each probe time cut a step short: with probes every 1 ms, 6 % more
+steps on SPHERIC test 2). The device decides with the same countdown as the landing: the next
+probe time lies LAST_PROBE + PROBES_LEFT * interval before the target, where LAST_PROBE is how
+long before the target its last probe time lies (the host's f64 difference, 0 when a probe
+time is the target) and PROBES_LEFT the probe times after the next up to that one (-1: the
+next lies beyond the target). A step passes it when the time left to the target drops to that
+or below; since no error accumulates in LAST_PROBE, a probe time on the target is passed by
+the step that lands there (the time left then 0 exactly).
+
 The batch array holds MAX_STEPS + 1 rows of COLUMNS floats (the solver's precision):
 
 - row 0, the control: REMAINING time to the target (set by the host when it names a new target,
   then decreased by each step's dt on the device), DT_PREV (the step before, for the Verlet
-  span), MOVED (the skin bound since the last sort), HALTED and TAKEN (steps taken so far;
-  the sixth column is unused);
+  span), MOVED (the skin bound since the last sort), HALTED, TAKEN (steps taken so far),
+  LAST_PROBE and PROBES_LEFT (see above; LAST_PROBE is NO_PROBE without probes), PROBES (probe
+  rows filled so far) and a SPARE column (solver/distributed/step_phases.py keeps dt there);
 - row 1 + k, the record of step k of the batch: its DT, A_MAX and V_MAX (the maxima of its
-  interaction), the counts of NONFINITE particles and of particles FLAGGED for removal, and
-  its EVENTS (LANDED, SORT_DUE, AT_FLOOR, NONFINITE_STATE: why it stopped the batch).
+  interaction), the counts of NONFINITE particles and of particles FLAGGED for removal, its
+  EVENTS (LANDED, SORT_DUE, AT_FLOOR, NONFINITE_STATE, PROBE_ROWS_FULL: why it stopped the
+  batch) and PROBE_TIMES, how many probe times it passed (0 or 1 unless a step is longer than
+  the probe interval; a step that passes several is sampled once, at its end).
 
 The control row is rewritten by the first kernel of each batch from the host's copies of
-dt_prev, moved and the remaining time, which the host takes from the row read back: the array
-carries nothing from one batch to the next, so a checkpoint needs only those host scalars.
-Counts are held as floats: exact up to 2^24 particles.
+dt_prev, moved, the remaining time and the probe clock (LAST_PROBE, PROBES_LEFT), which the
+host takes from the row read back: the array carries nothing from one batch to the next, so a
+checkpoint needs only those host scalars. Counts are held as floats: exact up to 2^24 particles.
 """
 
 from collections.abc import Callable
@@ -56,12 +73,16 @@ from solver.physics.shared_formula import taichi_func
 
 MAX_STEPS = 64
 """Most steps one batch launches (the rows of the batch array)."""
-COLUMNS = 6
-REMAINING, DT_PREV, MOVED, HALTED, TAKEN = range(5)
+NO_PROBE = -1.0e30
+"""LAST_PROBE when there is no probe time to pass (finite: fast math may assume no inf)."""
+PROBE_ROWS = 8
+"""Most probe samples one batch holds; the step that fills the last row stops the batch."""
+COLUMNS = 9
+REMAINING, DT_PREV, MOVED, HALTED, TAKEN, LAST_PROBE, PROBES_LEFT, PROBES, SPARE = range(COLUMNS)
 """Columns of the control row (row 0)."""
-DT, A_MAX, V_MAX, NONFINITE, FLAGGED, EVENTS = range(COLUMNS)
+DT, A_MAX, V_MAX, NONFINITE, FLAGGED, EVENTS, PROBE_TIMES = range(7)
 """Columns of a step's record (row 1 + k)."""
-LANDED, SORT_DUE, AT_FLOOR, NONFINITE_STATE = 1, 2, 4, 8
+LANDED, SORT_DUE, AT_FLOOR, NONFINITE_STATE, PROBE_ROWS_FULL = 1, 2, 4, 8, 16
 """Bits of EVENTS; a step with any of them stops the batch."""
 
 _lands = taichi_func(lands_on_limit)
@@ -83,8 +104,8 @@ class BatchControl(NamedTuple):
     """The Taichi functions a step kernel calls to take part in a batch (see the module)."""
 
     begin: Callable
-    """ti.func (batch, k, remaining, dt_prev, moved): the first kernel (k = 0) writes the
-    control row; the others leave it as the step before left it."""
+    """ti.func (batch, k, remaining, dt_prev, moved, last_probe, probes_left): the first kernel
+    (k = 0) writes the control row; the others leave it as the step before left it."""
     live_count: Callable
     """ti.func (batch, n) -> n, or 0 once the batch has halted: the particle loops' bound."""
     running: Callable
@@ -92,17 +113,26 @@ class BatchControl(NamedTuple):
     finish: Callable
     """ti.func (batch, k, dt, maxima row, health): record step k and decide whether it stops
     the batch."""
+    probe_row: Callable
+    """ti.func (batch, k) -> the probe row step k fills, or -1: none (the step passed no probe
+    time, or was not taken)."""
 
 
-def build_batch_control(dt_min: float, skin_bound: float) -> BatchControl:
+def build_batch_control(
+    dt_min: float, skin_bound: float, probe_interval: float | None = None
+) -> BatchControl:
     """The batch functions of a case: `dt_min` is time.dt_min, `skin_bound` the distance the
     particles may move between sorts (skin * 2H, as the host rounds it to the device's float
-    type, so that host and device agree on when a sort is due)."""
+    type, so that host and device agree on when a sort is due), `probe_interval` the time
+    between probe samples (None: the case has no probes)."""
+    interval = probe_interval if probe_interval is not None else 1.0  # unused under NO_PROBE
 
     @ti.func
-    def begin(batch: ti.template(), k, remaining, dt_prev, moved):
+    def begin(batch: ti.template(), k, remaining, dt_prev, moved, last_probe, probes_left):
         if k == 0:
-            batch[0] = ti.Vector([remaining, dt_prev, moved, 0.0, 0.0, 0.0])
+            batch[0] = ti.Vector(
+                [remaining, dt_prev, moved, 0.0, 0.0, last_probe, probes_left, 0.0, 0.0]
+            )
 
     @ti.func
     def running(batch: ti.template()) -> bool:
@@ -120,6 +150,17 @@ def build_batch_control(dt_min: float, skin_bound: float) -> BatchControl:
         events = 0
         if _lands(dt, remaining):
             events |= LANDED
+        # Probe times passed: those at or before the step's end, where the time left to the
+        # target is remaining - dt (see the module).
+        probes_left = control[PROBES_LEFT]
+        ahead = control[LAST_PROBE] + probes_left * interval
+        passed = 0
+        if remaining - dt <= ahead:
+            passed = ti.cast(ti.floor((ahead - (remaining - dt)) / interval), int) + 1
+            probes_left = ti.max(probes_left - passed, -1.0)
+        probes = control[PROBES] + ti.select(passed > 0, 1.0, 0.0)
+        if probes >= PROBE_ROWS:
+            events |= PROBE_ROWS_FULL
         if moved > skin_bound:
             events |= SORT_DUE
         if _at_floor(dt, remaining, dt_min):
@@ -128,9 +169,19 @@ def build_batch_control(dt_min: float, skin_bound: float) -> BatchControl:
             events |= NONFINITE_STATE
         batch[k + 1] = ti.Vector(
             [dt, maxima_row[0], maxima_row[1], ti.cast(health[0], float),
-             ti.cast(health[1], float), ti.cast(events, float)]
+             ti.cast(health[1], float), ti.cast(events, float), ti.cast(passed, float), 0.0, 0.0]
         )  # fmt: skip
         halted = ti.select(events != 0, 1.0, 0.0)
-        batch[0] = ti.Vector([remaining - dt, dt, moved, halted, ti.cast(k + 1, float), 0.0])
+        batch[0] = ti.Vector(
+            [remaining - dt, dt, moved, halted, ti.cast(k + 1, float), control[LAST_PROBE],
+             probes_left, probes, control[SPARE]]
+        )  # fmt: skip
 
-    return BatchControl(begin, live_count, running, finish)
+    @ti.func
+    def probe_row(batch: ti.template(), k) -> int:
+        row = -1
+        if batch[0][TAKEN] == k + 1 and batch[k + 1][PROBE_TIMES] > 0:
+            row = ti.cast(batch[0][PROBES], int) - 1
+        return row
+
+    return BatchControl(begin, live_count, running, finish, probe_row)

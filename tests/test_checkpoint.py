@@ -327,7 +327,9 @@ def test_forced_nan_stops_with_exit_3_and_keeps_the_last_good_state(
     launch = Simulation._launch_step
     planted_at = []
 
-    def launch_with_nan(sim: Simulation, k: int, slot: int, remaining: float) -> None:
+    def launch_with_nan(
+        sim: Simulation, k: int, slot: int, remaining: float, probe_clock: tuple
+    ) -> None:
         if sim.steps + k == 30:
             p = sim.particles
             velocity = p.velocity.to_numpy()
@@ -335,7 +337,7 @@ def test_forced_nan_stops_with_exit_3_and_keeps_the_last_good_state(
             velocity[fluid[0]] = np.nan
             p.velocity.from_numpy(velocity)
             planted_at.append(k)
-        launch(sim, k, slot, remaining)
+        launch(sim, k, slot, remaining, probe_clock)
 
     monkeypatch.setattr(Simulation, "_launch_step", launch_with_nan)
     out = tmp_path / "run"

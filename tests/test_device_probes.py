@@ -191,3 +191,57 @@ def test_run_writes_device_probes_equal_to_host_values(on_cpu: str, tmp_path: Pa
         assert times[row] == snap.time
         written = {name: float(values[row]) for name, values in series.items()}
         assert_same_readings(cfg, written, host.sample(snap))
+
+
+def _probed_run(cfg: Config, max_steps: int) -> tuple[Simulation, list]:
+    """`cfg` advanced to t = 0.03 s toward output times every 0.01 s in batches of at most
+    `max_steps` fused steps; the probe samples taken on the way, (time, values)."""
+    sim = Simulation(cfg)
+    probes = DeviceProbes(cfg, sim)
+    samples = []
+    for target in (0.01, 0.02, 0.03):
+        while sim.time < target * (1.0 - 1e-12):
+            sim.advance(target, max_steps)
+            samples += probes.take()
+            if max_steps == 1 and sim.probe_times:
+                # the step just taken passed a probe time: its probe row is the probe
+                # kernel's reading of the state now, bit for bit
+                rows = sim.probe_points.rows.to_numpy()[0, : sim.probe_points.count]
+                assert rows.tobytes() == probes.point_sums().tobytes(), sim.time
+    return sim, samples
+
+
+def test_batches_sample_the_probes_without_changing_the_run(on_backend: str) -> None:
+    """Probes every 1 ms are sampled inside the batches of fused steps (solver/step_batch.py),
+    at the end of the first step at or after each probe time: a batch's probe row equals the
+    probe kernel between steps bit for bit; batches of one step and full batches sample at
+    the same steps with the same bits and end in the same state; and the probes change
+    nothing: the run with probes every 1 ms ends bitwise where the one with probes every
+    10 ms does, with the same number of steps."""
+    cfg = quick_with_sensors("mdbc")
+    every_ms = loads_config(
+        config_to_toml(cfg).replace("[output]\n", "[output]\nprobe_interval = 0.001\n"),
+        source="quick+sensors.toml",
+    )
+    assert every_ms.probe_interval == 0.001
+    single, single_samples = _probed_run(every_ms, 1)
+    batched, batched_samples = _probed_run(every_ms, 64)
+    assert len(batched_samples) == 30
+    times = [t for t, _ in batched_samples]
+    assert times == [t for t, _ in single_samples]
+    # each sample is taken by the first step ending at or after its probe time
+    assert all(k * 0.001 <= t < k * 0.001 + 2e-3 for k, t in enumerate(times, 1))
+    assert [v for _, v in batched_samples] == [v for _, v in single_samples]
+    a, b = single.snapshot(), batched.snapshot()
+    assert (single.steps, single.time) == (batched.steps, batched.time)
+    assert a.position.tobytes() == b.position.tobytes()
+
+    every_10ms = loads_config(
+        config_to_toml(cfg).replace("[output]\n", "[output]\nprobe_interval = 0.01\n"),
+        source="quick+sensors.toml",
+    )
+    sparse, sparse_samples = _probed_run(every_10ms, 64)
+    assert [t for t, _ in sparse_samples] == [0.01, 0.02, 0.03]  # on the output times
+    assert (sparse.steps, sparse.time) == (batched.steps, batched.time)
+    assert sparse.snapshot().position.tobytes() == b.position.tobytes()
+    assert sparse.snapshot().density.tobytes() == b.density.tobytes()

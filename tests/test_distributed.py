@@ -320,15 +320,16 @@ def test_an_existing_output_folder_ends_every_process_with_one_message(tmp_path:
 
 
 def test_a_numerical_failure_stops_every_process_as_it_stops_one(tmp_path: Path) -> None:
-    """A time step forced to 2 ms blows the quick case up: too many particles leave the
-    density band. The removal counts are global, so every process stops after the same step
-    as one process does: exit 3, one message with the same counts, the same last good state
-    kept by rank 0."""
+    """A density band narrowed to rho_max = 1003 (the still water's floor layer holds 1002.3)
+    removes the water the collapse compresses: after 0.1 s too many particles have left the
+    band. The removal counts are global, so every process stops after the same step as one
+    process does: exit 3, one message with the same counts, the same last good state kept by
+    rank 0."""
     _mpiexec()
     failures = {}
     for processes in (1, 2):
         out = tmp_path / f"run{processes}"
-        argv = _run_argv(out, 0.2, "--set=time.dt_min=0.002")
+        argv = _run_argv(out, 0.2, "--set=physics.rho_max=1003")
         code, err = _finish(_launch(processes, argv), 120)
         assert code == 3, err
         lines = [line for line in err.splitlines() if "numerical failure:" in line]

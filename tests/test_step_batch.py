@@ -165,7 +165,7 @@ def _plant_nan_at_launch(sim: Simulation, at: int) -> list[int]:
     launches: list[int] = []
     launch = sim._launch_step
 
-    def launch_with_nan(k: int, slot: int, remaining: float) -> None:
+    def launch_with_nan(k: int, slot: int, remaining: float, probe_clock: tuple) -> None:
         if k == at and len(launches) == at:  # in the first batch only
             p = sim.particles
             fluid = np.flatnonzero(p.kind.to_numpy()[: p.count] == ParticleKind.FLUID)
@@ -173,7 +173,7 @@ def _plant_nan_at_launch(sim: Simulation, at: int) -> list[int]:
             velocity[fluid[5]] = np.nan
             p.velocity.from_numpy(velocity)
         launches.append(k)
-        launch(k, slot, remaining)
+        launch(k, slot, remaining, probe_clock)
 
     sim._launch_step = launch_with_nan
     return launches

@@ -121,14 +121,16 @@ def test_background_writer_writes_the_synchronous_files_in_order(tmp_path: Path)
         direct.mkdir()
         sim = FakeSimulation()
         writer = OutputWriter(max_bytes=1)  # one job queued at a time: the loop waits often
-        observers = RunObservers(cfg, out, FakeProbes(sim), writer)
-        states = []
-        for step in range(13):
+        probes = FakeProbes(sim)
+        observers = RunObservers(cfg, out, probes, writer)
+        states = [observers.start(sim)]
+        for step in range(1, 13):
             sim.time, sim.steps = 0.0025 * step, step
-            if observers.wants(sim.time):
-                copied = observers.observe(sim)
-                if copied is not None:
-                    states.append(copied)
+            if step % 2 == 0:  # a step that passes a probe time
+                observers.record_probes([(sim.time, probes.sample())])
+            copied = observers.observe(sim)
+            if copied is not None:
+                states.append(copied)
         writer.close()
         observers.close()
         assert len(states) == 4 and observers.snapshots_written == 4

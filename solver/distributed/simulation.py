@@ -27,6 +27,7 @@ import time as wallclock
 import numpy as np
 import taichi as ti
 
+from solver.batch_size import batch_size
 from solver.config import Config, ConfigError
 from solver.distributed.decomposition import Slabs, balanced_slabs, halo_columns
 from solver.distributed.halo import HaloExchange
@@ -41,7 +42,6 @@ from solver.physics.sps import STRESS_COMPONENTS
 from solver.scene import Scene
 from solver.simulation import Simulation
 from solver.snapshot import Snapshot, snapshot_from_state
-from solver.step_batch import MAX_STEPS, build_batch_control
 
 PASSING = DROP_REASONS - 1
 """The flag that leaves a held particle out of a sort: it passes to another process, or is a
@@ -67,7 +67,7 @@ class DistributedSimulation(Simulation):
             self._integrator,
             self.grid,
             self._boundary,
-            build_batch_control(cfg.time.dt_min, self._skin_bound),
+            self._batch_control(),
         )
         ghost_reach = 0.0
         computed = self.scene.ghost[in_reach(self.scene.ghost, cfg.support_radius)]
@@ -280,10 +280,38 @@ class DistributedSimulation(Simulation):
 
     # ---------------------------------------------------------------------------- the step
 
-    def _step_batch(self, remaining: float, until: float | None, max_steps: int) -> None:
-        """One step, as the batched step computes it (solver/distributed/step_phases.py):
-        sort or halo exchange, interaction, combined maxima, update, combined health, record."""
+    def _step_batch(
+        self,
+        remaining: float,
+        probe_clock: tuple[float, float],
+        until: float | None,
+        max_steps: int,
+    ) -> None:
+        """The batch `Simulation._step_batch` would launch, step by step: as many steps as it
+        launches, each as the fused step computes it (solver/distributed/step_phases.py),
+        stopping after the step that stops it, so that the host looks at the run (its health,
+        the output) after the same steps as with one process. Each step after the first
+        exchanges the halo (a step that makes a sort due stops the batch). The probes of a
+        step that passes a probe time are sampled by the host after it (a collective,
+        solver/distributed/probes.py)."""
         self._sort_if_needed()
+        launches = batch_size(max_steps, remaining, self._skin_bound - self.moved, *self._full_step)
+        for k in range(launches):
+            if k:
+                self._sort_if_needed()
+                remaining, probe_clock = self._remaining, self._probe_clock
+            sampled = len(self.probe_times)
+            self._one_step(remaining, probe_clock, until)
+            if len(self.probe_times) > sampled:
+                self._sample_probes_here()
+            if self.batch_halted:
+                return
+
+    def _one_step(
+        self, remaining: float, probe_clock: tuple[float, float], until: float | None
+    ) -> None:
+        """One step as step 0 of a batch of one: interaction, combined maxima, update,
+        combined health, record (the halo exchanged or the particles sorted before)."""
         p, world = self.particles, self.world
         slots = self._maximum.next_slots(1)
         slot = slots[0]
@@ -291,7 +319,8 @@ class DistributedSimulation(Simulation):
         self._phases.interact(
             p.position, p.ghost, p.velocity, p.density, p.pressure, p.kind, p.removed, p.count,
             self.grid.cell_offsets, p.acceleration, p.density_rate, self._maximum.out, slot,
-            self._records, remaining, self.dt, self.moved, lo, hi, *self._stress_arrays(),
+            self._records, remaining, self.dt, self.moved, *probe_clock, lo, hi,
+            *self._stress_arrays(),
         )  # fmt: skip
         self._combine_maxima(slot)
         self._phases.update(
@@ -333,22 +362,6 @@ class DistributedSimulation(Simulation):
 
     def _total_counts(self, counts: np.ndarray) -> np.ndarray:
         return self.world.sum(counts)
-
-    def advance(self, until: float, max_steps: int = MAX_STEPS) -> None:
-        """As `Simulation.advance`: steps toward `until`, one exchange each, returning where a
-        batch would stop (landed, sort due, health). The symplectic scheme takes its steps
-        one at a time as with one process (`Simulation.step`), exchanging before each of its
-        two interactions."""
-        if until <= self.time:
-            return
-        if self.symplectic:
-            super().advance(until, max_steps)
-            return
-        for _ in range(max_steps):
-            remaining = self._remaining if until == self._until else until - self.time
-            self._step_batch(remaining, until, 1)
-            if self.landed or self.nonfinite or self.at_dt_floor or self.moved > self._skin_bound:
-                return
 
     # ------------------------------------------------------------------------ what is seen
 

@@ -29,10 +29,7 @@ from solver.neighbors import CellGrid, fluid_count
 from solver.parallel.reduce import clear_slot
 from solver.physics.interaction import Interaction
 from solver.physics.mdbc import BoundaryDensity
-from solver.step_batch import DT_PREV, REMAINING, BatchControl
-
-SPARE = 5
-"""The control row's unused column, where `update` leaves dt for `finish`."""
+from solver.step_batch import DT_PREV, REMAINING, SPARE, BatchControl
 
 
 class StepPhases(NamedTuple):
@@ -78,11 +75,13 @@ def build_step_phases(
         remaining,
         dt_prev,
         moved,
+        last_probe,
+        probes_left,
         region_lo,
         region_hi,
         stress: ti.template(),
     ):
-        batch.begin(records, 0, remaining, dt_prev, moved)
+        batch.begin(records, 0, remaining, dt_prev, moved, last_probe, probes_left)
         live = batch.live_count(records, n)
         if batch.running(records):
             clear_slot(maxima, 1 - slot)  # for the next step (see SlotMaximum)
@@ -121,13 +120,15 @@ def build_step_phases(
         remaining: float,
         dt_prev: float,
         moved: float,
+        last_probe: float,
+        probes_left: float,
         region_lo: float,
         region_hi: float,
     ):
         interact_loops(
             position, ghost, velocity, density, pressure, kind, removed, n, cell_offsets,
             acceleration, density_rate, maxima, slot, records, remaining, dt_prev, moved,
-            region_lo, region_hi, (),
+            last_probe, probes_left, region_lo, region_hi, (),
         )  # fmt: skip
 
     @ti.kernel
@@ -149,6 +150,8 @@ def build_step_phases(
         remaining: float,
         dt_prev: float,
         moved: float,
+        last_probe: float,
+        probes_left: float,
         region_lo: float,
         region_hi: float,
         tau: ti.types.ndarray(ndim=1),
@@ -157,7 +160,7 @@ def build_step_phases(
         interact_loops(
             position, ghost, velocity, density, pressure, kind, removed, n, cell_offsets,
             acceleration, density_rate, maxima, slot, records, remaining, dt_prev, moved,
-            region_lo, region_hi, (tau, tau_next),
+            last_probe, probes_left, region_lo, region_hi, (tau, tau_next),
         )  # fmt: skip
 
     @ti.kernel

@@ -2,10 +2,10 @@
 the probes (probes.csv) into the run folder; they never change the state.
 
 A snapshot copies the state to the host (`Simulation.state()`, which the run also keeps as
-its last good state; the snapshot is cut from it); the probes are evaluated on the device
-(solver/output/device_probes.py), so a probe time that is not a snapshot time costs one small
-kernel and read-back. Probes take the device path at snapshot times too, so that each series
-comes from one computation all along.
+its last good state; the snapshot is cut from it) at the output times, on which the run lands.
+The probes are sampled on the device by the steps that pass their times (the first step at or
+after each; solver/step_batch.py), and the observers record the samples the run hands them
+(`DeviceProbes.take`).
 
 The files are written by the run's background writer (solver/output/writer.py): the observers
 copy and record on the time loop's thread, and hand the writing over. What they record (the
@@ -95,14 +95,12 @@ class RunObservers:
             else None
         )
         self.snapshot_schedule = Schedule(cfg.time.output_interval, resume.get("snapshot_index", 0))
-        self.probe_schedule = Schedule(cfg.probe_interval, resume.get("probe_index", 0))
 
     def state(self) -> dict[str, Any]:
         """Where the outputs stand (JSON-ready): what `RunObservers(resume=...)` continues."""
         return {
             "snapshots_written": self.snapshots_written,
             "snapshot_index": self.snapshot_schedule.index,
-            "probe_index": self.probe_schedule.index,
             "pvd": self._pvd.entries if self._pvd is not None else [],
             "probes": self._probes.text if self._probes is not None else "",
         }
@@ -114,31 +112,35 @@ class RunObservers:
             if path.suffix in (".vtp", ".npz") and number.isdigit() and int(number) >= first:
                 path.unlink()
 
-    def wants(self, time: float) -> bool:
-        """Whether any observer is due at `time`."""
-        return self.snapshot_schedule.due(time) or self.probe_schedule.due(time)
-
     def next_time(self) -> float:
-        """The next time an observer wants to look at."""
-        return min(self.snapshot_schedule.next_time, self.probe_schedule.next_time)
+        """The next output time, on which the run lands."""
+        return self.snapshot_schedule.next_time
+
+    def start(self, sim: "Simulation") -> dict[str, np.ndarray] | None:
+        """The outputs at the start of a run: the probes sampled now and the first snapshot
+        (see `observe`)."""
+        if self._device_probes.names:
+            self.record_probes([(sim.time, self._device_probes.sample())])
+        return self.observe(sim)
+
+    def record_probes(self, samples: list[tuple[float, dict[str, float]]]) -> None:
+        """Hand the probe samples (time, values) to probes.csv, in order."""
+        if self._probes is None:
+            return
+        for time, values in samples:
+            row = self._probes.record(time, values)
+            self._writer.submit(partial(self._probes.append, row))
 
     def observe(self, sim: "Simulation") -> dict[str, np.ndarray] | None:
-        """Hand over to the writer what is due at the simulation's time.
+        """Hand over to the writer the snapshot due at the simulation's time, if one is.
 
         At a snapshot time returns the state copied for the snapshot (`sim.state()`, the only
         copy of the particles made; the caller keeps it as the last good state), else None.
         """
-        state = None
-        if self.snapshot_schedule.due(sim.time):
-            state = sim.state()
-            self._submit_snapshot(state)
-        if self.probe_schedule.due(sim.time):
-            if self._device_probes.names:
-                values = self._device_probes.sample()
-                if self._probes is not None:
-                    row = self._probes.record(sim.time, values)
-                    self._writer.submit(partial(self._probes.append, row))
-            self.probe_schedule.advance(sim.time)
+        if not self.snapshot_schedule.due(sim.time):
+            return None
+        state = sim.state()
+        self._submit_snapshot(state)
         return state
 
     def _submit_snapshot(self, state: dict[str, np.ndarray]) -> None:
