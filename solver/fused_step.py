@@ -47,12 +47,10 @@ def build_verlet_step(
     vectors most; for that reason the SPS closure (`interaction.sps`) gets a kernel of its
     own, which takes tau and tau_next after the other arguments, as the interaction kernel
     does. `remaining`, `dt_prev`, `moved` and the probe clock are read by the batch's first kernel
-    only (k = 0). Under mDBC `wet` notes the boundary particles with fluid around their ghost
-    node; `sorted_now` (1 in the first step after a sort) has the pass compute all of them and
-    renew it (`BoundaryDensity.particle_between_sorts`).
+    only (k = 0).
     """
     mdbc = boundary is not None
-    boundary_particle = boundary.particle_between_sorts if mdbc else None
+    boundary_particle = boundary.particle if mdbc else None
     interact_particle = interaction.particle
     verlet_particle = integrator.verlet_particle
     device_time_step = integrator.device_time_step
@@ -88,8 +86,6 @@ def build_verlet_step(
         probes_left,
         points: ti.template(),
         probe_rows: ti.template(),
-        wet: ti.template(),
-        sorted_now,
         stress: ti.template(),
     ):
         """The step's loops; called at a kernel's top level, they stay its parallel loops."""
@@ -103,7 +99,7 @@ def build_verlet_step(
             for i in range(fluid_count(live, dims, cell_offsets), live):
                 boundary_particle(
                     i, position, ghost, density, pressure, removed, lo, inv_cell, dims,
-                    cell_offsets, wet, sorted_now,
+                    cell_offsets,
                 )  # fmt: skip
         for i in range(interaction.count(live, dims, cell_offsets)):
             interact_particle(
@@ -161,14 +157,12 @@ def build_verlet_step(
         probes_left: float,
         points: ti.types.ndarray(ndim=1),
         probe_rows: ti.types.ndarray(ndim=2),
-        wet: ti.types.ndarray(dtype=ti.i32, ndim=1),
-        sorted_now: ti.i32,
     ):
         step(
             position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, points,
-            probe_rows, wet, sorted_now, (),
+            probe_rows, (),
         )  # fmt: skip
 
     @ti.kernel
@@ -199,8 +193,6 @@ def build_verlet_step(
         probes_left: float,
         points: ti.types.ndarray(ndim=1),
         probe_rows: ti.types.ndarray(ndim=2),
-        wet: ti.types.ndarray(dtype=ti.i32, ndim=1),
-        sorted_now: ti.i32,
         tau: ti.types.ndarray(ndim=1),
         tau_next: ti.types.ndarray(ndim=1),
     ):
@@ -208,7 +200,7 @@ def build_verlet_step(
             position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, points,
-            probe_rows, wet, sorted_now, (tau, tau_next),
+            probe_rows, (tau, tau_next),
         )  # fmt: skip
 
     return interact_and_verlet_sps if interaction.sps else interact_and_verlet

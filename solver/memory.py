@@ -81,7 +81,6 @@ def estimate(cfg: Config) -> MemoryEstimate:
         + CellGrid.nbytes(cells, capacity)
         + SlotMaximum.nbytes(_TIMESTEP_COMPONENTS, real_bytes)
         + batch_nbytes(real_bytes)
-        + (4 * capacity if cfg.physics.boundary == "mdbc" else 0)  # the mDBC pass's wet flags
     )
     return MemoryEstimate(particles=capacity, cells=cells, device_bytes=device)
 

@@ -127,13 +127,6 @@ class Simulation:
         self._boundary = (
             build_boundary_density(cfg, self.skin) if cfg.physics.boundary == "mdbc" else None
         )
-        self._wet = ti.ndarray(ti.i32, shape=capacity if self._boundary is not None else 1)
-        """Under mDBC, which boundary particles had fluid around their ghost node at the last
-        sort (`BoundaryDensity.particle_between_sorts`)."""
-        self._sorted_now = True
-        """Whether the next fused step is the first since the particles were sorted or their
-        state restored: its boundary pass then computes every boundary particle and renews
-        `_wet`."""
         self._records = allocate_batch(dtype)
         self.probe_points = ProbePoints(cfg, dtype)
         """Where the probes read the field; a batch of steps samples them there."""
@@ -238,7 +231,6 @@ class Simulation:
         p.removed.fill(0)
         self.moved = 0.0
         self.sorts += 1
-        self._sorted_now = True
 
     def log_removals(self) -> None:
         """Add the particles flagged since the last call to `removal_log`: before each sort
@@ -361,10 +353,8 @@ class Simulation:
             p.pressure, p.kind, p.removed, p.count, self.grid.cell_offsets, p.acceleration,
             p.density_rate, self._maximum.out, slot, self._euler_at(self.steps + k),
             self._health, self._records, k, remaining, self.dt, self.moved, *probe_clock,
-            self.probe_points.points, self.probe_points.rows, self._wet, int(self._sorted_now),
-            *stress,
+            self.probe_points.points, self.probe_points.rows, *stress,
         )  # fmt: skip
-        self._sorted_now = False
 
     def _step_batch(
         self,
@@ -638,7 +628,6 @@ class Simulation:
         The next step then computes bit for bit what it would have computed in the simulation
         that took the state, on the same backend and precision.
         """
-        self._sorted_now = True  # `_wet` is not part of the state
         arrays = self._carried_arrays()
         missing = sorted(set(arrays) - set(state))
         if missing:

@@ -120,27 +120,3 @@ def test_quick_case_keeps_all_its_water(on_cpu: str) -> None:
         sim.step(dt_limit=cfg.time.end - sim.time)
     assert sim.removed_by_reason() == {"outside_domain": 0, "density_out_of_band": 0}
     assert int(np.count_nonzero(sim.snapshot().kind == FLUID)) == fluid
-
-
-def test_dry_boundary_particles_are_skipped_between_sorts(on_backend: str) -> None:
-    """Between sorts the fused step's pass computes only the boundary particles whose ghost
-    node had fluid candidates at the last sort (`BoundaryDensity.particle_between_sorts`): the
-    still-water tank with a skin, whose lid and upper walls stand dry, runs bitwise as when
-    every step computes every boundary particle (each step then taken as if just sorted)."""
-    cfg = load_config(STILL_WATER, ["physics.boundary=mdbc", "neighbors.skin=0.1"])
-    skipping, computing_all = Simulation(cfg), Simulation(cfg)
-    until = 0.005  # tens of steps
-    while skipping.time < until:
-        skipping.advance(until)
-    while computing_all.time < until:
-        computing_all._sorted_now = True
-        computing_all.advance(until, max_steps=1)
-    assert skipping.steps == computing_all.steps
-    assert skipping.sorts < skipping.steps  # steps between sorts took the skipping path
-    n = skipping.particles.count
-    kind = skipping.particles.kind.to_numpy()[:n]
-    wet = skipping._wet.to_numpy()[:n]
-    assert 0 < wet[kind != FLUID].sum() < np.count_nonzero(kind != FLUID)
-    expected = computing_all._carried_arrays()
-    for name, array in skipping._carried_arrays().items():
-        assert np.array_equal(array.to_numpy(), expected[name].to_numpy()), name

@@ -73,10 +73,6 @@ class BoundaryDensity(NamedTuple):
 
     kernel: Callable
     particle: Callable
-    particle_between_sorts: Callable
-    """ti.func (i, ..., cell_offsets, wet, sorted_now): `particle` for a step of a batch,
-    skipping the particles whose ghost node had no fluid candidate at the last sort (see
-    `build_boundary_density`)."""
 
 
 def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
@@ -105,18 +101,15 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         dims,
         cell_offsets: ti.template(),
     ):
-        """[the mDBC density of boundary particle i, the number of fluid candidates around its
-        ghost node (filed in the cells searched, within the support or not)]."""
+        """The mDBC density of boundary particle i."""
         g = ghost[i]
         x_g = position[i] + g
         moments = ti.Matrix.zero(float, 4, 4)
         rhs = ti.Vector.zero(float, 4)
-        candidates = 0
         box = search_cells(x_g, search_radius, lo, inv_cell, dims)
         for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
             cells = row_cells(x_g, search_radius, cy, cz, lo, inv_cell, dims)
             span = block_span(cells, FLUID_BLOCK, dims, cell_offsets)  # the fluid alone
-            candidates += span[1] - span[0]
             for j in range(span[0], span[1]):
                 r = x_g - position[j]
                 r2 = r.norm_sqr()
@@ -139,7 +132,7 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
                 solution = moments.inverse() @ rhs  # rho_g, h grad rho_g
                 rho = solution[0] - (solution[1] * g[0] + solution[2] * g[1]
                                      + solution[3] * g[2]) * inv_h  # fmt: skip
-        return ti.Vector([ti.max(rho, rho0), ti.cast(candidates, float)])
+        return ti.max(rho, rho0)
 
     @ti.func
     def boundary_particle(
@@ -154,50 +147,16 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         dims,
         cell_offsets: ti.template(),
     ):
-        """Set density and pressure of boundary particle i; returns the number of fluid
-        candidates around its ghost node (0 beyond the fluid's reach). Called for boundary
-        particles only (the sort's boundary block, from `fluid_count` on), so its kind is not
-        tested."""
+        """Set density and pressure of boundary particle i. Called for boundary particles only
+        (the sort's boundary block, from `fluid_count` on), so its kind is not tested."""
         rho = rho0  # beyond the fluid's reach (`in_reach`)
-        candidates = 0.0
         g = ghost[i]
         if g.dot(g) <= reach2:
-            result = ghost_density(
+            rho = ghost_density(
                 i, position, ghost, density, removed, lo, inv_cell, dims, cell_offsets
             )
-            rho, candidates = result[0], result[1]
         density[i] = rho
         pressure[i] = tait_pressure(rho, rho0, b, gamma)
-        return candidates
-
-    @ti.func
-    def particle_between_sorts(
-        i,
-        position: ti.template(),
-        ghost: ti.template(),
-        density: ti.template(),
-        pressure: ti.template(),
-        removed: ti.template(),
-        lo,
-        inv_cell,
-        dims,
-        cell_offsets: ti.template(),
-        wet: ti.template(),
-        sorted_now,
-    ):
-        """`boundary_particle`, skipped where it would give rho0 again: boundary particles do
-        not move and the cells' contents change only at a sort, so a particle whose ghost node
-        has no fluid candidate in the first step after a sort (`sorted_now`) has none until
-        the next, and keeps the rho0 that step gave it. The first step computes every particle
-        and notes in `wet` those with candidates; the others compute only those. Most wall
-        particles of a dam break stand dry (above the water, away from it), and their row
-        scans were much of the pass's work; the result is the same to the bit."""
-        if sorted_now or wet[i] != 0:
-            candidates = boundary_particle(
-                i, position, ghost, density, pressure, removed, lo, inv_cell, dims, cell_offsets
-            )
-            if sorted_now:
-                wet[i] = ti.select(candidates > 0.0, 1, 0)
 
     @ti.kernel
     def boundary_density(
@@ -217,4 +176,4 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
                 i, position, ghost, density, pressure, removed, lo, inv_cell, dims, cell_offsets,
             )  # fmt: skip
 
-    return BoundaryDensity(boundary_density, boundary_particle, particle_between_sorts)
+    return BoundaryDensity(boundary_density, boundary_particle)
