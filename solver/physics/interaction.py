@@ -151,12 +151,7 @@ def build_interaction(cfg: Config, skin: float = 0.0) -> Interaction:
                     for j in range(span[0], span[1]):
                         r_ij = x_i - position[j]
                         r2 = r_ij.norm_sqr()
-                        # Nested: `and` reads both sides in Taichi, so the removal flag is read
-                        # only for the candidates within the support.
-                        inside = False
-                        if r2 < support2:
-                            inside = j != i and removed[j] == 0
-                        if inside:
+                        if r2 < support2 and j != i and removed[j] == 0:
                             f = gradient_factor(ti.sqrt(r2), h)
                             grad = r_ij * f
                             v_ij = v_i - velocity[j]

@@ -113,10 +113,7 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
             for j in range(span[0], span[1]):
                 r = x_g - position[j]
                 r2 = r.norm_sqr()
-                inside = False
-                if r2 < support2:  # nested: the removal flag read only within the support
-                    inside = removed[j] == 0
-                if inside:
+                if r2 < support2 and removed[j] == 0:
                     distance = ti.sqrt(r2)
                     w = kernel_w(distance, h)
                     grad = r * (kernel_f(distance, h) * h)  # h grad_g W_gj
