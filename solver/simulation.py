@@ -367,9 +367,9 @@ class Simulation:
         their records once (solver/step_batch.py): the device stops the batch at the first
         step that lands on the target `remaining` seconds away, makes a sort due, fills the
         probe rows or finds the run unhealthy; the steps that pass a probe time (`probe_clock`,
-        see `_target`) sample the probes. The host then counts each step
-        taken as `step` does; a step landing on the target counts `until - time` (`remaining`
-        itself when `until` is None, for a batch of one step)."""
+        see `_target`) sample the probes. The host then counts each step taken as `step` does;
+        a step landing on the target counts `until - time` (`remaining` itself when `until` is
+        None, for a batch of one step)."""
         self._sort_if_needed()
         launches = batch_size(max_steps, remaining, self._skin_bound - self.moved, *self._full_step)
         slots = self._maximum.next_slots(launches)
