@@ -336,6 +336,11 @@ SCHEMA: tuple[KeySpec, ...] = (
             "(0: sort every step). The symplectic scheme also sorts before its mid-step "
             "interaction when its half step may use up the skin.",
             lo=0.0, hi=1.0, auto="0 on the cpu backend, 0.1 on GPU backends"),
+    KeySpec("neighbors", "cells_per_support", "int", "-", None,
+            "Cells of the neighbour grid per kernel support 2H: smaller cells mean fewer "
+            "candidates to test but more rows of cells to visit. It changes only the order in "
+            "which neighbours are summed (the last bits of the results).",
+            lo=1, hi=4, auto="2 on the cpu backend, 3 on GPU backends"),
     KeySpec("output", "vtk", "bool", "-", True, "Write particles_NNNNN.vtp snapshots."),
     KeySpec("output", "npz", "bool", "-", False,
             "Also write particles_NNNNN.npz snapshots (numpy; for machines without vtk)."),
@@ -560,9 +565,10 @@ class PhysicsConfig:
 
 @dataclass(frozen=True)
 class NeighborsConfig:
-    """Neighbour search; `skin` None means the backend's default (see SCHEMA)."""
+    """Neighbour search; None means the backend's default (see SCHEMA)."""
 
     skin: float | None = _default("neighbors", "skin")
+    cells_per_support: int | None = _default("neighbors", "cells_per_support")
 
 
 @dataclass(frozen=True)

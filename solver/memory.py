@@ -18,7 +18,12 @@ from pathlib import Path
 
 from solver.backend import BackendInfo, load_libcuda
 from solver.config import Config, ConfigError
-from solver.neighbors import CellGrid, grid_dims
+from solver.neighbors import (
+    CPU_CELLS_PER_SUPPORT,
+    GPU_CELLS_PER_SUPPORT,
+    CellGrid,
+    grid_dims,
+)
 from solver.parallel.reduce import SlotMaximum
 from solver.particles import ParticleArrays
 from solver.scene import particle_count_bound
@@ -71,8 +76,12 @@ def estimate(cfg: Config) -> MemoryEstimate:
     real_bytes = 8 if cfg.physics.precision == "f64" else 4
     symplectic = cfg.time.integrator == "symplectic"
     sps = cfg.physics.viscosity == "laminar_sps"
+    # The finest grid any backend takes by default (the GPUs'): an upper bound on the CPU.
+    per_support = cfg.neighbors.cells_per_support or max(
+        CPU_CELLS_PER_SUPPORT, GPU_CELLS_PER_SUPPORT
+    )
     cells = 1
-    for n in grid_dims(cfg.domain.min, cfg.domain.max, cfg.support_radius):
+    for n in grid_dims(cfg.domain.min, cfg.domain.max, cfg.support_radius, per_support):
         cells *= n
     device = (
         ParticleArrays.nbytes(

@@ -1,17 +1,24 @@
 """Cell list and neighbour iteration on a uniform grid, built from the portable sort and scan.
 
-The grid covers the domain box with cubic cells of half the kernel support, numbered x
-fastest: cell = (cz * ny + cy) * nx + cx. The particles are filed in two blocks: group 0 (the
-fluid: the solver passes the particle kind as the group) first, every other group after it, so
-key = block * cells + cell. Each update sorts the particles by (key, id) with a stable radix sort
-started from id order, so the order inside a cell is by particle id on every backend and every
-run; `cell_offsets[k]` is the number of live particles with keys below k, and the fluid are the
-first `cell_offsets[cells]` particles. Cells along x are consecutive keys, so the candidates of
-one row of cells (cy, cz) in one block form one contiguous index range, as in DualSPHysics
-(Dominguez et al. 2011, "Neighbour lists in smoothed particle hydrodynamics"; DualSPHysics
-too keeps its boundary and fluid particles in ranges of their own). With half-support cells
-and each row cut to the part the support sphere reaches (rows it misses skipped), a particle
-checks about 2.5 times fewer candidates than with the classic 27 cells of the support's size.
+The grid covers the domain box with cubic cells of a whole fraction of the kernel support (half
+on the CPU, a third on GPUs: `cells_per_support`), numbered x fastest: cell = (cz * ny + cy) *
+nx + cx. The particles are filed in two blocks: group 0 (the fluid: the solver passes the
+particle kind as the group) first, every other group after it, so key = block * cells + cell.
+Each update sorts the particles by (key, id) with a stable radix sort started from id order, so
+the order inside a cell is by particle id on every backend and every run; `cell_offsets[k]` is
+the number of live particles with keys below k, and the fluid are the first
+`cell_offsets[cells]` particles. Cells along x are consecutive keys, so the candidates of one
+row of cells (cy, cz) in one block form one contiguous index range, as in DualSPHysics
+(Dominguez et al. 2011, "Neighbour lists in smoothed particle hydrodynamics"; DualSPHysics too
+keeps its boundary and fluid particles in ranges of their own). With half-support cells and each
+row cut to the part the support sphere reaches (rows it misses skipped), a particle checks about
+2.5 times fewer candidates than with the classic 27 cells of the support's size (438 for 174
+neighbours at H = sqrt(3) dp); with cells of a third, 333 in about 41 rows instead of 22. A GPU
+warp runs a candidate's pair terms whenever one of its threads has a neighbour there, so its
+time follows the candidates, and the third is faster on the H200 (seed case 1.29 to 1.06 ms a
+step, 1M particles 3.58 to 2.77 ms; docs/performance.md). The CPU runs one candidate at a time
+and pays for the extra rows instead (SPHERIC test 2: 170 against 213 ms a step on the 2-core
+machine), so it keeps the half.
 
 The blocks let a pass run over the fluid alone (a contiguous range, whole GPU warps of fluid
 particles) or the boundary alone, and let a neighbour loop take fluid and boundary candidates in
@@ -33,7 +40,10 @@ from solver.parallel.sort import StableKeySort
 
 I32Array = ti.types.ndarray(dtype=ti.i32, ndim=1)
 
-CELLS_PER_SUPPORT = 2
+CPU_CELLS_PER_SUPPORT = 2
+"""Cells per kernel support on the CPU backends (see the module's docstring)."""
+GPU_CELLS_PER_SUPPORT = 3
+"""Cells per kernel support on the GPU backends (see the module's docstring)."""
 DROP_REASONS = 4
 BLOCKS = 2
 """Blocks of keys: group 0 (the fluid), then every other group (the boundary)."""
@@ -228,9 +238,16 @@ def _build_cell_count(num_keys: int):
     return cell_count
 
 
-def grid_dims(lo, hi, support_radius: float) -> tuple[int, int, int]:
-    """Cells per axis of a grid over [lo, hi] with cells of support_radius / CELLS_PER_SUPPORT."""
-    cell = float(support_radius) / CELLS_PER_SUPPORT
+def default_cells_per_support(on_cpu: bool) -> int:
+    """The running backend's cells per kernel support (see the module's docstring)."""
+    return CPU_CELLS_PER_SUPPORT if on_cpu else GPU_CELLS_PER_SUPPORT
+
+
+def grid_dims(
+    lo, hi, support_radius: float, cells_per_support: int = CPU_CELLS_PER_SUPPORT
+) -> tuple[int, int, int]:
+    """Cells per axis of a grid over [lo, hi] with cells of support_radius / cells_per_support."""
+    cell = float(support_radius) / cells_per_support
     nx, ny, nz = (
         max(math.ceil((float(top) - float(bottom)) / cell), 1)
         for bottom, top in zip(lo, hi, strict=True)
@@ -239,21 +256,31 @@ def grid_dims(lo, hi, support_radius: float) -> tuple[int, int, int]:
 
 
 class CellGrid:
-    """A uniform cell grid over the box [lo, hi] for up to `capacity` particles.
+    """A uniform cell grid over the box [lo, hi] for up to `capacity` particles, with cubic
+    cells of support_radius / cells_per_support.
 
     Particle ids must lie in [0, capacity). After `update`, `order[i]` (i < live count) is the
     old index of the particle that goes to place i, and `cell_offsets` bounds each cell of each
     block (`num_keys` = BLOCKS x `num_cells` keys).
     """
 
-    def __init__(self, lo, hi, support_radius: float, capacity: int) -> None:
+    def __init__(
+        self,
+        lo,
+        hi,
+        support_radius: float,
+        capacity: int,
+        cells_per_support: int = CPU_CELLS_PER_SUPPORT,
+    ) -> None:
         self.lo = np.asarray(lo, dtype=np.float64)
         hi = np.asarray(hi, dtype=np.float64)
         if support_radius <= 0 or np.any(hi <= self.lo):
             raise ValueError("grid needs lo < hi on every axis and a positive support radius")
         self.support_radius = float(support_radius)
-        self.cell_size = self.support_radius / CELLS_PER_SUPPORT
-        self.dims = np.array(grid_dims(self.lo, hi, self.support_radius), dtype=np.int64)
+        self.cell_size = self.support_radius / cells_per_support
+        self.dims = np.array(
+            grid_dims(self.lo, hi, self.support_radius, cells_per_support), dtype=np.int64
+        )
         self.num_cells = int(np.prod(self.dims))
         self.num_keys = BLOCKS * self.num_cells
         if self.num_keys >= 2**31 - 2:

@@ -22,7 +22,7 @@ from solver.integrate import (
     displacement_bound,
     lands_on_limit,
 )
-from solver.neighbors import CellGrid
+from solver.neighbors import CellGrid, default_cells_per_support
 from solver.output.device_probes import ProbePoints
 from solver.parallel.reduce import SlotMaximum
 from solver.particle_kind import ParticleKind
@@ -72,13 +72,25 @@ def initial_density(cfg: Config, scene: Scene) -> np.ndarray:
     return tait_density(pressure, cfg.physics.rho0, cfg.eos_b, cfg.physics.gamma)
 
 
+def running_on_cpu() -> bool:
+    """Whether Taichi runs on a CPU backend."""
+    return ti.lang.impl.current_cfg().arch.name in ("x64", "arm64")
+
+
 def resolve_skin(cfg: Config) -> float:
     """neighbors.skin, or the running backend's default: 0 on the CPU, where the sort is
     cheap beside the interaction, 0.1 on GPUs, where the sort's many short launches cost
     more than the interaction itself."""
     if cfg.neighbors.skin is not None:
         return cfg.neighbors.skin
-    return 0.0 if ti.lang.impl.current_cfg().arch.name in ("x64", "arm64") else 0.1
+    return 0.0 if running_on_cpu() else 0.1
+
+
+def resolve_cells_per_support(cfg: Config) -> int:
+    """neighbors.cells_per_support, or the running backend's default (solver/neighbors.py)."""
+    if cfg.neighbors.cells_per_support is not None:
+        return cfg.neighbors.cells_per_support
+    return default_cells_per_support(running_on_cpu())
 
 
 class Simulation:
@@ -101,7 +113,13 @@ class Simulation:
         self.particles.load(
             self.scene.position, self.scene.kind, density, pressure, self.scene.ghost
         )
-        self.grid = CellGrid(cfg.domain.min, cfg.domain.max, cfg.support_radius, capacity)
+        self.grid = CellGrid(
+            cfg.domain.min,
+            cfg.domain.max,
+            cfg.support_radius,
+            capacity,
+            resolve_cells_per_support(cfg),
+        )
         self._maximum = SlotMaximum(3, dtype)
         self._last_slot = 0
         self._health = ti.ndarray(ti.i32, shape=2)
