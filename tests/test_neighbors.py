@@ -19,19 +19,28 @@ def _assert_same_sets(grid_sets, brute_sets, points, radius):
     assert neighbour_set_errors(grid_sets, brute_sets, points, radius) == []
 
 
-def test_random_positions_matchbrute_force_neighbours(on_backend):
+@pytest.mark.parametrize("cells_per_support", [1, 2, 3, 4])
+def test_random_positions_matchbrute_force_neighbours(on_backend, cells_per_support):
     rng = np.random.default_rng(0)
     points = rng.random((3000, 3)) * [1.0, 0.6, 0.4]
-    sets, _, _ = grid_neighbours(points, (0, 0, 0), (1.0, 0.6, 0.4), 0.07)
+    sets, _, _ = grid_neighbours(
+        points, (0, 0, 0), (1.0, 0.6, 0.4), 0.07, cells_per_support=cells_per_support
+    )
     _assert_same_sets(sets, brute_force_neighbours(points, 0.07, np.ones(3000, bool)), points, 0.07)
 
 
-def test_lattice_on_cell_faces_and_domain_edges_matchbrute_force_neighbours(on_backend):
-    # Spacing equal to the support radius: particles sit on cell faces and on the domain's faces.
+@pytest.mark.parametrize("cells_per_support", [2, 3])
+def test_lattice_on_cell_faces_and_domain_edges_matchbrute_force_neighbours(
+    on_backend, cells_per_support
+):
+    # Spacing equal to the cell size: particles sit on cell faces and on the domain's faces.
     radius = 0.05
-    axis = np.arange(0, 11) * (radius / 2)
+    axis = np.arange(0, 11) * (radius / cells_per_support)
     points = np.stack(np.meshgrid(axis, axis, axis[:7], indexing="ij"), -1).reshape(-1, 3)
-    sets, _, _ = grid_neighbours(points, (0, 0, 0), (axis[-1],) * 3, radius * 1.0000001)
+    sets, _, _ = grid_neighbours(
+        points, (0, 0, 0), (axis[-1],) * 3, radius * 1.0000001,
+        cells_per_support=cells_per_support,
+    )  # fmt: skip
     brute = brute_force_neighbours(points, radius * 1.0000001, np.ones(len(points), bool))
     _assert_same_sets(sets, brute, points, radius)
 

@@ -11,7 +11,15 @@ largest reach several levels.
 import numpy as np
 import taichi as ti
 
-from solver.neighbors import BLOCKS, CellGrid, block_span, row_cells, search_cells
+from solver.neighbors import (
+    BLOCKS,
+    CPU_CELLS_PER_SUPPORT,
+    GPU_CELLS_PER_SUPPORT,
+    CellGrid,
+    block_span,
+    row_cells,
+    search_cells,
+)
 from solver.parallel.gather import gather
 from solver.parallel.reduce import Reducer
 from solver.parallel.scan import ExclusiveScan
@@ -189,11 +197,12 @@ def grid_neighbours(
     radius: float,
     removed: np.ndarray | None = None,
     groups: np.ndarray | None = None,
+    cells_per_support: int = CPU_CELLS_PER_SUPPORT,
 ) -> tuple[dict[int, set[int]], np.ndarray, CellGrid]:
-    """Neighbour id sets through the cell grid (both blocks, `groups` as the grid's groups),
-    the sort order and the grid itself."""
+    """Neighbour id sets through the cell grid (both blocks, `groups` as the grid's groups;
+    cells of radius / cells_per_support), the sort order and the grid itself."""
     n = len(points)
-    grid = CellGrid(lo, hi, radius, n)
+    grid = CellGrid(lo, hi, radius, n, cells_per_support)
     position = ti.Vector.ndarray(3, ti.f32, shape=n)
     position.from_numpy(points.astype(np.float32))
     ids = to_device(np.arange(n, dtype=np.int32))
@@ -245,23 +254,35 @@ def neighbour_set_errors(
 
 def check_neighbours() -> CheckResult:
     """The cell-list search finds exactly the brute-force neighbour sets (random points, a
-    tenth of them flagged as removed), and keeps its particles sorted by (cell, id)."""
+    tenth of them flagged as removed), and keeps its particles sorted by (cell, id), with the
+    cells of the CPU and of the GPUs (solver/neighbors.py)."""
     n, radius = 3000, 0.07
     rng = np.random.default_rng(0)
     points = rng.random((n, 3)) * [1.0, 0.6, 0.4]
     removed = rng.random(n) < 0.1
-    sets, order, grid = grid_neighbours(points, (0, 0, 0), (1.0, 0.6, 0.4), radius, removed)
-    errors = neighbour_set_errors(sets, brute_force_neighbours(points, radius, ~removed), points,
-                                  radius)  # fmt: skip
-    cells = np.clip(np.floor(points[order].astype(np.float32) / grid.cell_size), 0, grid.dims - 1)
-    keys = (cells[:, 2] * grid.dims[1] + cells[:, 1]) * grid.dims[0] + cells[:, 0]
-    ordered = np.array_equal(np.lexsort((order, keys)), np.arange(len(order)))
-    pairs = sum(len(s) for s in sets.values()) // 2
+    brute = brute_force_neighbours(points, radius, ~removed)
+    passed = True
+    found = []
+    for per_support in (CPU_CELLS_PER_SUPPORT, GPU_CELLS_PER_SUPPORT):
+        sets, order, grid = grid_neighbours(
+            points, (0, 0, 0), (1.0, 0.6, 0.4), radius, removed, None, per_support
+        )
+        errors = neighbour_set_errors(sets, brute, points, radius)
+        cells = np.clip(
+            np.floor(points[order].astype(np.float32) / grid.cell_size), 0, grid.dims - 1
+        )
+        keys = (cells[:, 2] * grid.dims[1] + cells[:, 1]) * grid.dims[0] + cells[:, 0]
+        ordered = np.array_equal(np.lexsort((order, keys)), np.arange(len(order)))
+        passed &= not errors and ordered and len(order) == int((~removed).sum())
+        found.append(
+            f"{per_support} cells per support: {len(errors)} differ from brute force, order by "
+            f"(cell, id) {'kept' if ordered else 'BROKEN'}"
+        )
+    pairs = sum(len(s) for s in brute.values()) // 2
     return CheckResult(
         "neighbours",
-        not errors and ordered and len(order) == int((~removed).sum()),
-        f"{n} points, {int(removed.sum())} removed, {pairs} pairs: {len(errors)} differ from "
-        f"brute force; order by (cell, id) {'kept' if ordered else 'BROKEN'}",
+        passed,
+        f"{n} points, {int(removed.sum())} removed, {pairs} pairs; " + "; ".join(found),
     )
 
 
