@@ -644,15 +644,22 @@ class Simulation:
         """Put this simulation (built from the same config) into `state`, taken by `state()`.
 
         The next step then computes bit for bit what it would have computed in the simulation
-        that took the state, on the same backend and precision.
+        that took the state, on the same backend and precision. A state whose cell grid has
+        another cell size (`neighbors.cells_per_support`: a checkpoint of another backend,
+        whose default differs, solver/neighbors.py) leaves its cell offsets behind, and the
+        next step sorts the particles into this simulation's grid.
         """
         arrays = self._carried_arrays()
         missing = sorted(set(arrays) - set(state))
         if missing:
             raise ValueError(f"state lacks {', '.join(missing)} (another integrator?)")
+        regrid = False
         for name, array in arrays.items():
             values = state[name]
             if values.shape != array.shape + tuple(array.element_shape):
+                if name == "grid.cell_offsets":
+                    regrid = True
+                    continue
                 raise ValueError(f"state array {name} has shape {values.shape}, not this case's")
             array.from_numpy(values)
         self.particles.count = int(state["count"])
@@ -660,7 +667,7 @@ class Simulation:
         self.sorts = int(state["sorts"])
         self.time = float(state["time"])
         self.dt = float(state["dt"])
-        self.moved = float(state["moved"])
+        self.moved = math.inf if regrid else float(state["moved"])
         self.flagged = int(state["flagged"])
         # A batch's target and the device's count of the time to it (absent from checkpoints
         # written before batches existed): the next batch goes on with them.

@@ -210,6 +210,41 @@ def test_restore_refuses_a_state_of_another_case(on_cpu: str) -> None:
         sim.restore(small.state())
 
 
+@pytest.mark.parametrize("distributed", [False, True], ids=["one-launch", "split-step"])
+def test_a_state_of_another_cell_size_is_sorted_into_this_grid(
+    on_cpu: str, distributed: bool
+) -> None:
+    """A checkpoint of another backend holds a cell grid of another cell size (GPUs take cells
+    of a third of the support, the CPU half): restored, it leaves its cell offsets behind, the
+    next step sorts, and the run goes on as the stopped one would have, within the rounding of
+    the other order of the neighbour sums."""
+    from solver.distributed.simulation import DistributedSimulation
+    from solver.distributed.world import World
+
+    settings = ["neighbors.skin=0.1", "physics.boundary=mdbc"]
+    gpu_grid = load_config(QUICK, [*settings, "neighbors.cells_per_support=3"])
+    cpu_grid = load_config(QUICK, [*settings, "neighbors.cells_per_support=2"])
+    whole, stopped = Simulation(gpu_grid), Simulation(gpu_grid)
+    for sim, target in ((whole, 0.01), (stopped, 0.01), (whole, 0.03)):
+        while sim.time < target:
+            sim.advance(target)
+    resumed = (
+        DistributedSimulation(cpu_grid, World.alone()) if distributed else Simulation(cpu_grid)
+    )
+    resumed.restore(stopped.state())
+    sorts = resumed.sorts
+    resumed.advance(0.03, 1)
+    assert resumed.sorts == sorts + 1  # the restored cells were left behind
+    while resumed.time < 0.03:
+        resumed.advance(0.03)
+    a, b = whole.snapshot(), resumed.snapshot()
+    assert b.time == pytest.approx(a.time)
+    order_a, order_b = np.argsort(a.id), np.argsort(b.id)
+    np.testing.assert_array_equal(a.id[order_a], b.id[order_b])
+    np.testing.assert_allclose(b.position[order_b], a.position[order_a], rtol=0, atol=1e-5)
+    assert np.any(a.velocity != 0.0)
+
+
 # --------------------------------------------------------------------------- interruption
 
 

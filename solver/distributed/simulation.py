@@ -410,11 +410,18 @@ class DistributedSimulation(Simulation):
 
     def restore(self, state: dict[str, np.ndarray]) -> None:
         """Continue from `state` (a checkpoint of any number of processes): every process
-        reads it whole and keeps its share by the cells of the state's last sort."""
+        reads it whole and keeps its share by the cells of the state's last sort (of the
+        particles' positions, if the state's grid has another cell size)."""
         super().restore(state)
         count = int(state["count"])
         offsets = state["grid.cell_offsets"].astype(np.int64)
-        keys = np.searchsorted(offsets, np.arange(count), side="right") - 1
+        if len(offsets) == self.grid.num_keys + 1:
+            keys = np.searchsorted(offsets, np.arange(count), side="right") - 1
+        else:  # another cell size (see Simulation.restore): the particles' cells now
+            lo, inv_cell, dims, _ = self.grid.kernel_args()
+            p = self.particles
+            cell_keys(p.position, p.kind, count, lo, inv_cell, dims, self._cells)
+            keys = self._cells.to_numpy()[:count]
         rows = {name: state[f"particles.{name}"][:count] for name in self._array_names()}
         self._dropped = np.zeros(DROP_REASONS, np.int64)
         if self.world.is_root:
