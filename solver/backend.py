@@ -94,7 +94,7 @@ def check_capabilities(
         raise BackendError(f"--threads must be >= 1, got {threads}")
 
 
-def _running_arch() -> str:
+def running_arch() -> str:
     """The backend Taichi is really running on, in this module's names (x64/arm64 -> cpu)."""
     arch = ti.lang.impl.current_cfg().arch.name
     return "cpu" if arch in ("x64", "arm64") else arch
@@ -155,7 +155,7 @@ def _auto_backend() -> str:
     candidates = ["cuda"] + (["metal"] if sys.platform == "darwin" else [])
     for name in candidates:
         _init(name, "f32", None, log_level=ti.ERROR)  # a missing GPU is an answer, not a warning
-        if _running_arch() == name:
+        if running_arch() == name:
             reset_taichi()
             return name
         reset_taichi()
@@ -187,7 +187,7 @@ def start_backend(
     backend = resolve_backend(requested)
     check_capabilities(backend, precision, threads, source)
     _init(backend, precision, threads, offline_cache_dir)
-    running = _running_arch()
+    running = running_arch()
     if running != backend:
         reset_taichi()
         raise BackendError(

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import numpy as np
 import taichi as ti
 
+from solver.backend import running_arch
 from solver.batch_size import batch_size
 from solver.config import Config
 from solver.counting_region import EVERYWHERE
@@ -72,25 +73,20 @@ def initial_density(cfg: Config, scene: Scene) -> np.ndarray:
     return tait_density(pressure, cfg.physics.rho0, cfg.eos_b, cfg.physics.gamma)
 
 
-def running_on_cpu() -> bool:
-    """Whether Taichi runs on a CPU backend."""
-    return ti.lang.impl.current_cfg().arch.name in ("x64", "arm64")
-
-
 def resolve_skin(cfg: Config) -> float:
     """neighbors.skin, or the running backend's default: 0 on the CPU, where the sort is
     cheap beside the interaction, 0.1 on GPUs, where the sort's many short launches cost
     more than the interaction itself."""
     if cfg.neighbors.skin is not None:
         return cfg.neighbors.skin
-    return 0.0 if running_on_cpu() else 0.1
+    return 0.0 if running_arch() == "cpu" else 0.1
 
 
 def resolve_cells_per_support(cfg: Config) -> int:
     """neighbors.cells_per_support, or the running backend's default (solver/neighbors.py)."""
     if cfg.neighbors.cells_per_support is not None:
         return cfg.neighbors.cells_per_support
-    return default_cells_per_support(running_on_cpu())
+    return default_cells_per_support(running_arch() == "cpu")
 
 
 class Simulation:
