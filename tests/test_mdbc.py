@@ -2,7 +2,8 @@
 
 A boundary particle takes the value, at its own position, of the linear density field fitted
 around its ghost node: so a linear field in the fluid is continued exactly into the walls, a
-dry wall stays at rho0, and under mDBC the boundary density is not integrated in time.
+wall whose ghost node lies at the free surface counts the air at rho0, a dry wall stays at
+rho0, and under mDBC the boundary density is not integrated in time.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import numpy as np
 from solver.config import Config, load_config
 from solver.particle_kind import ParticleKind
 from solver.physics.eos import tait_pressure
-from solver.physics.mdbc import in_reach
+from solver.physics.mdbc import DETERMINANT_LIMIT, FREE_SURFACE_KERNEL_SUM, in_reach
+from solver.physics.smoothing_kernels import kernel_functions
 from solver.simulation import Simulation
 
 FLUID = int(ParticleKind.FLUID)
@@ -85,6 +87,68 @@ def test_linear_density_field_is_continued_exactly(on_backend: str) -> None:
     assert np.all(result[beyond] == np.float32(cfg.physics.rho0))
     gap = np.linalg.norm(position[beyond][:, None, :] - fluid_points[None, :, :], axis=2)
     assert np.all(gap.min(axis=1) > cfg.support_radius)
+
+
+def ghost_moments(
+    cfg: Config, ghost_node: np.ndarray, fluid_points: np.ndarray, fluid_density: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel sum sum V_j W_gj and the determinant of the dimensionless moment matrix of
+    solver/physics/mdbc.py at each ghost node, in float64 (numpy reference)."""
+    kernel_w, kernel_f = kernel_functions(cfg.physics.kernel)
+    h = cfg.smoothing_length
+    volume = cfg.particle_mass / fluid_density
+    sums, determinants = [], []
+    for x_g in ghost_node:
+        r = x_g - fluid_points
+        distance = np.linalg.norm(r, axis=1)
+        near = distance < cfg.support_radius
+        r, distance, v = r[near], distance[near], volume[near]
+        rows = np.column_stack([kernel_w(distance, h), r * (kernel_f(distance, h) * h)[:, None]])
+        columns = np.column_stack([np.ones(len(r)), -r / h])
+        moments = (rows * v[:, None]).T @ columns
+        sums.append(moments[0, 0])
+        determinants.append(np.linalg.det(moments))
+    return np.array(sums), np.array(determinants)
+
+
+def test_free_surface_fallback_counts_the_air_at_rho0(on_backend: str) -> None:
+    """Water of uniform density rho1 = rho0 + 1 kg/m^3 in the still tank. A wall particle whose
+    ghost node has a well-conditioned fit, or at least half a kernel support of water, takes
+    rho1 (the first-order fit and the Shepard average of a uniform field); one whose ghost node
+    lies in the air above the water (ill-conditioned, kernel sum s below 0.5) takes
+    rho0 + (rho1 - rho0) s / 0.5, the air counted at rho0, where the paper's Shepard average
+    would give it rho1, the pressure of the water below."""
+    cfg = still_tank()
+    rho0, rho1 = cfg.physics.rho0, cfg.physics.rho0 + 1.0
+    sim = Simulation(cfg)
+    p = sim.particles
+    sim._update_neighbours_and_forces()  # sorts; the arrays now hold the sorted order
+    n = p.count
+    position = p.position.to_numpy()[:n].astype(np.float64)
+    fluid = p.kind.to_numpy()[:n] == FLUID
+    density = p.density.to_numpy()
+    density[:n][fluid] = rho1
+    p.density.from_numpy(density)
+    sim._update_neighbours_and_forces()  # no particle moved: no sort, so the order holds
+
+    result = p.density.to_numpy()[:n].astype(np.float64)
+    ghost_node = position + p.ghost.to_numpy()[:n]
+    surface = position[fluid][:, 2].max()
+    near_surface = ~fluid & (np.abs(ghost_node[:, 2] - surface) < cfg.support_radius)
+    near_surface &= in_reach(ghost_node - position, cfg.support_radius)
+    index = np.flatnonzero(near_surface)
+    sums, determinants = ghost_moments(cfg, ghost_node[index], position[fluid],
+                                       np.full(int(fluid.sum()), rho1))  # fmt: skip
+    clear = np.abs(np.abs(determinants) / DETERMINANT_LIMIT - 1.0) > 0.1  # not at the limit
+    fitted = clear & (np.abs(determinants) >= DETERMINANT_LIMIT)
+    in_air = clear & ~fitted & (sums > 0.0) & (sums < FREE_SURFACE_KERNEL_SUM)
+    assert fitted.sum() >= 100 and in_air.sum() >= 50, (fitted.sum(), in_air.sum())
+    # float32: within 1e-5 of the value, as in the linear-field test above
+    assert np.allclose(result[index[fitted]], rho1, rtol=1e-5, atol=0.0)
+    expected = rho0 + (rho1 - rho0) * sums[in_air] / FREE_SURFACE_KERNEL_SUM
+    assert np.allclose(result[index[in_air]], expected, rtol=1e-5, atol=0.0), np.abs(
+        result[index[in_air]] - expected
+    ).max()
 
 
 def test_dry_wall_stays_at_rho0(on_cpu: str) -> None:

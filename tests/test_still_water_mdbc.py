@@ -4,8 +4,14 @@ lattice spacing, the floor carries the hydrostatic pressure, and the motion dies
 Under DBC (Crespo et al. 2007) the boundary particles' own pressure holds moving water 2 to
 2.7 dp away from the innermost wall layer; under mDBC the wall surface lies dp/2 beyond that
 layer and the fluid rests dp/2 in front of it, so the gap between the innermost layer and the
-first fluid layer is dp when the water is still. The case is a closed 0.24 x 0.12 x 0.2 m tank
-at dp = 0.02 with water 0.14 m (7 layers) deep: about 6,800 steps, a few seconds on 2 cores.
+first fluid layer is dp when the water is still. The case is a closed 0.24 x 0.12 x 0.4 m tank
+at dp = 0.02 with water 0.3 m (15 layers) deep: about 9,900 steps, a minute or two on 2 cores.
+
+The top layer, where the free surface meets a side wall, stands farther off: the wall
+particles above the water still push it away (the p_i of p_i + p_j in the momentum equation,
+which the fluid missing above the surface does not balance). With the paper's Shepard
+fallback for a ghost node in the air the gap grew to 1.44 dp over the 2 s; counting the air
+at rho0 (solver/physics/mdbc.py) it is 1.29 dp (validation/README.md, section 4).
 """
 
 from __future__ import annotations
@@ -74,23 +80,30 @@ class StillRun:
     cfg: Config
     times: np.ndarray
     gaps: np.ndarray
-    """(samples, 5): the largest gap on the floor and on the four side walls [dp]."""
+    """(samples, 5): the largest gap on the floor and on the four side walls [dp], below the
+    top layer."""
+    top_gaps: np.ndarray
+    """(samples, 4): the same on the four side walls, for the top layer."""
     kinetic: np.ndarray
     floor_pressure: dict[str, float]
     removed: int
 
 
-def wall_gaps(cfg: Config, position: np.ndarray, kind: np.ndarray) -> np.ndarray:
+def wall_gaps(cfg: Config, position: np.ndarray, kind: np.ndarray, top: bool) -> np.ndarray:
     """The largest gap, over the lattice columns (rows) facing each wall, between the wall's
     innermost particle layer and the nearest fluid particle, in dp: floor, x-, x+, y-, y+.
-    Fluid particles of the top layer (within 1.5 dp of the highest) are left out (see the
-    module docstring)."""
+    Over the fluid below the top layer, or over the top layer alone (`top`: the fluid within
+    1.5 dp of the highest particle; its floor entry is nan)."""
     dp = cfg.dp
     lo, hi = np.array(cfg.tank.box.min), np.array(cfg.tank.box.max)
     fluid = position[kind == FLUID].astype(np.float64)
-    fluid = fluid[fluid[:, 2] < fluid[:, 2].max() - 1.5 * dp]
+    in_top = fluid[:, 2] >= fluid[:, 2].max() - 1.5 * dp
+    fluid = fluid[in_top] if top else fluid[~in_top]
     gaps = []
     for axis, side in ((2, -1), (0, -1), (0, 1), (1, -1), (1, 1)):
+        if top and axis == 2:
+            gaps.append(np.nan)
+            continue
         face = lo[axis] if side < 0 else hi[axis]
         innermost = face + side * 0.5 * dp
         across = [a for a in range(3) if a != axis]
@@ -111,7 +124,7 @@ def still_run() -> StillRun:
     cfg = loads_config(TANK)
     sim = Simulation(cfg)
     sampler = ProbeSampler.for_case(cfg)
-    times, gaps, kinetic = [], [], []
+    times, gaps, top_gaps, kinetic = [], [], [], []
     pressure_sums = {name: 0.0 for name in sampler.names}
     pressure_count = 0
     next_sample = 0.0
@@ -121,7 +134,8 @@ def still_run() -> StillRun:
             snap = sim.snapshot()
             fluid = snap.kind == FLUID
             times.append(sim.time)
-            gaps.append(wall_gaps(cfg, snap.position, snap.kind))
+            gaps.append(wall_gaps(cfg, snap.position, snap.kind, top=False))
+            top_gaps.append(wall_gaps(cfg, snap.position, snap.kind, top=True)[1:])
             speed2 = np.sum(snap.velocity[fluid].astype(np.float64) ** 2, axis=1)
             kinetic.append(0.5 * cfg.particle_mass * float(np.sum(speed2)))
             next_sample += SAMPLE_EVERY
@@ -130,7 +144,10 @@ def still_run() -> StillRun:
                 pressure_sums[name] += value
             pressure_count += 1
     pressure = {name: total / pressure_count for name, total in pressure_sums.items()}
-    return StillRun(cfg, np.array(times), np.array(gaps), np.array(kinetic), pressure, sim.removed)
+    return StillRun(
+        cfg, np.array(times), np.array(gaps), np.array(top_gaps), np.array(kinetic), pressure,
+        sim.removed,
+    )  # fmt: skip
 
 
 def test_water_rests_on_the_walls_at_the_lattice_spacing(still_run: StillRun) -> None:
@@ -140,6 +157,15 @@ def test_water_rests_on_the_walls_at_the_lattice_spacing(still_run: StillRun) ->
     worst = still_run.gaps.max(axis=0)
     assert np.all(worst <= 1.2), f"largest gaps [dp] floor, x-, x+, y-, y+: {worst}"
     assert still_run.removed == 0
+
+
+def test_top_layer_stands_closer_than_with_the_shepard_fallback(still_run: StillRun) -> None:
+    """The top layer's largest gap on the four side walls stays within 1.35 dp over the 2 s
+    (measured: 1.29 dp at 2 s; 1.44 dp with the paper's Shepard fallback, which gives the wall
+    particles above the water the pressure of the water below). The issue's 1.2 dp is not
+    reached here; see the module docstring."""
+    worst = still_run.top_gaps.max(axis=0)
+    assert np.all(worst <= 1.35), f"top layer's largest gaps [dp] x-, x+, y-, y+: {worst}"
 
 
 def test_floor_carries_the_hydrostatic_pressure(still_run: StillRun) -> None:
