@@ -8,10 +8,11 @@ first fluid layer is dp when the water is still. The case is a closed 0.24 x 0.1
 at dp = 0.02 with water 0.3 m (15 layers) deep: about 9,900 steps, a minute or two on 2 cores.
 
 The top layer, where the free surface meets a side wall, stands farther off: the wall
-particles above the water still push it away (the p_i of p_i + p_j in the momentum equation,
-which the fluid missing above the surface does not balance). With the paper's Shepard
-fallback for a ghost node in the air the gap grew to 1.44 dp over the 2 s; counting the air
-at rho0 (solver/physics/mdbc.py) it is 1.29 dp (validation/README.md, section 4).
+particles above the water push it away, with their own pressure (the paper's zeroth-order
+fallback gives them the Shepard average of the water below their ghost nodes) and with the
+top particle's (the p_i of p_i + p_j in the momentum equation), which the fluid missing above
+the surface does not balance. It reaches 1.44 dp over the 2 s (validation/README.md,
+section 4, with the variants measured).
 """
 
 from __future__ import annotations
@@ -159,13 +160,12 @@ def test_water_rests_on_the_walls_at_the_lattice_spacing(still_run: StillRun) ->
     assert still_run.removed == 0
 
 
-def test_top_layer_stands_closer_than_with_the_shepard_fallback(still_run: StillRun) -> None:
-    """The top layer's largest gap on the four side walls stays within 1.35 dp over the 2 s
-    (measured: 1.29 dp at 2 s; 1.44 dp with the paper's Shepard fallback, which gives the wall
-    particles above the water the pressure of the water below). The issue's 1.2 dp is not
-    reached here; see the module docstring."""
+def test_top_layer_stays_within_one_and_a_half_dp(still_run: StillRun) -> None:
+    """The top layer's largest gap on the four side walls stays within 1.5 dp over the 2 s
+    (measured: 1.44 dp at 2 s, still creeping up). The issue asks 1.2 dp, which is not met;
+    see the module docstring."""
     worst = still_run.top_gaps.max(axis=0)
-    assert np.all(worst <= 1.35), f"top layer's largest gaps [dp] x-, x+, y-, y+: {worst}"
+    assert np.all(worst <= 1.5), f"top layer's largest gaps [dp] x-, x+, y-, y+: {worst}"
 
 
 def test_floor_carries_the_hydrostatic_pressure(still_run: StillRun) -> None:

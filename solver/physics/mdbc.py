@@ -19,20 +19,8 @@ over fluid neighbours j of the ghost node (V_j = m_j / rho_j), and the boundary 
 the value of that linear field at its own position, rho_b = rho_g + (x_b - x_g) . grad rho_g.
 Where the matrix is ill-conditioned (|det| below DETERMINANT_LIMIT: too few fluid neighbours
 around the ghost node for a gradient, e.g. at the free surface) the paper falls back to the
-zeroth-order value, the Shepard average rho_b = sum m_j W_gj / sum V_j W_gj. We take it with
-the free-surface condition: where less than half of the ghost node's kernel support holds
-water (sum V_j W_gj below FREE_SURFACE_KERNEL_SUM) the missing part of the support is air, at
-p = 0, i.e. rho0 under the equation of state, so
-
-    rho_b = rho0 + sum V_j (rho_j - rho0) W_gj / max(sum V_j W_gj, 1/2),
-
-the Shepard average where the support is at least half full and the plain sum of the
-excess density below that (the rule of the pressure sensors, solver/output/probes.py, and of
-DualSPHysics' MeasureTool, -kclimit:0.5). Our choice, not the paper's: its Shepard average
-gives a wall particle whose ghost node lies in the air above the water the pressure of the
-water below (the top layer's 175 Pa in still water 15 dp deep), and that wall then pushes the
-free surface off the wall, 1.39 dp from the innermost layer instead of 1 dp
-(validation/README.md, section 4). With no fluid neighbour at all the particle keeps rho0.
+Shepard-normalised zeroth-order value rho_b = sum m_j W_gj / sum V_j W_gj; with no fluid
+neighbour at all the particle keeps rho0.
 
 A boundary particle deeper below the surface than the kernel support 2H (|g| / 2 > 2H: inside
 a solid obstacle, or deep in a wall's corner) can have no fluid within its support, so its
@@ -71,12 +59,6 @@ DETERMINANT_LIMIT = 1e-3
 dimensionless moment matrix above, with det A = 1 for a full kernel support, so 1e-3 keeps the
 fit wherever the ghost node has a usable neighbourhood on more than one side (our choice of
 the paper's threshold, not tuned to any case)."""
-
-
-FREE_SURFACE_KERNEL_SUM = 0.5
-"""Kernel sum sum V_j W_gj at the ghost node below which the zeroth-order fallback counts the
-empty part of the support as air at rho0 instead of normalising it away: half a support, what a
-point on a flat free surface sees (the same limit as the pressure sensors')."""
 
 
 def in_reach(ghost: np.ndarray, support: float) -> np.ndarray:
@@ -142,8 +124,7 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
                     rhs += row * mass
         rho = rho0
         if moments[0, 0] > 0.0:
-            kernel_sum = moments[0, 0]  # the zeroth-order fallback, air counted at rho0
-            rho = rho0 + (rhs[0] - rho0 * kernel_sum) / ti.max(kernel_sum, FREE_SURFACE_KERNEL_SUM)
+            rho = rhs[0] / moments[0, 0]
             if ti.abs(moments.determinant()) >= DETERMINANT_LIMIT:
                 solution = moments.inverse() @ rhs  # rho_g, h grad rho_g
                 rho = solution[0] - (solution[1] * g[0] + solution[2] * g[1]
