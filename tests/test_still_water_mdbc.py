@@ -94,17 +94,15 @@ def wall_gaps(cfg: Config, position: np.ndarray, kind: np.ndarray, top: bool) ->
     """The largest gap, over the lattice columns (rows) facing each wall, between the wall's
     innermost particle layer and the nearest fluid particle, in dp: floor, x-, x+, y-, y+.
     Over the fluid below the top layer, or over the top layer alone (`top`: the fluid within
-    1.5 dp of the highest particle; its floor entry is nan)."""
+    1.5 dp of the highest particle, and the four side walls only)."""
     dp = cfg.dp
     lo, hi = np.array(cfg.tank.box.min), np.array(cfg.tank.box.max)
     fluid = position[kind == FLUID].astype(np.float64)
     in_top = fluid[:, 2] >= fluid[:, 2].max() - 1.5 * dp
     fluid = fluid[in_top] if top else fluid[~in_top]
     gaps = []
-    for axis, side in ((2, -1), (0, -1), (0, 1), (1, -1), (1, 1)):
-        if top and axis == 2:
-            gaps.append(np.nan)
-            continue
+    sides = ((0, -1), (0, 1), (1, -1), (1, 1))
+    for axis, side in sides if top else ((2, -1), *sides):
         face = lo[axis] if side < 0 else hi[axis]
         innermost = face + side * 0.5 * dp
         across = [a for a in range(3) if a != axis]
@@ -136,7 +134,7 @@ def still_run() -> StillRun:
             fluid = snap.kind == FLUID
             times.append(sim.time)
             gaps.append(wall_gaps(cfg, snap.position, snap.kind, top=False))
-            top_gaps.append(wall_gaps(cfg, snap.position, snap.kind, top=True)[1:])
+            top_gaps.append(wall_gaps(cfg, snap.position, snap.kind, top=True))
             speed2 = np.sum(snap.velocity[fluid].astype(np.float64) ** 2, axis=1)
             kinetic.append(0.5 * cfg.particle_mass * float(np.sum(speed2)))
             next_sample += SAMPLE_EVERY
