@@ -2,8 +2,9 @@
 
 A boundary particle takes the value, at its own position, of the linear density field fitted
 around its ghost node: so a linear field in the fluid is continued exactly into the walls, a
-wall whose ghost node lies at the free surface takes the Shepard average of the water there,
-a dry wall stays at rho0, and under mDBC the boundary density is not integrated in time.
+wall whose ghost node lies at the free surface takes the Shepard average of the water there
+carried to its own position by the hydrostatic gradient (Adami et al. 2012), a dry wall stays
+at rho0, and under mDBC the boundary density is not integrated in time.
 """
 
 from __future__ import annotations
@@ -91,13 +92,14 @@ def test_linear_density_field_is_continued_exactly(on_backend: str) -> None:
 
 def ghost_moments(
     cfg: Config, ghost_node: np.ndarray, fluid_points: np.ndarray, fluid_density: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The kernel sum sum V_j W_gj and the determinant of the dimensionless moment matrix of
-    solver/physics/mdbc.py at each ghost node, in float64 (numpy reference)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kernel sum sum V_j W_gj, the determinant of the dimensionless moment matrix of
+    solver/physics/mdbc.py and the fluid's kernel-weighted centroid sum V_j x_j W_gj / sum V_j
+    W_gj (N x 3) at each ghost node, in float64 (numpy reference)."""
     kernel_w, kernel_f = kernel_functions(cfg.physics.kernel)
     h = cfg.smoothing_length
     volume = cfg.particle_mass / fluid_density
-    sums, determinants = [], []
+    sums, determinants, centroids = [], [], []
     for x_g in ghost_node:
         r = x_g - fluid_points
         distance = np.linalg.norm(r, axis=1)
@@ -108,19 +110,23 @@ def ghost_moments(
         moments = (rows * v[:, None]).T @ columns
         sums.append(moments[0, 0])
         determinants.append(np.linalg.det(moments))
-    return np.array(sums), np.array(determinants)
+        centroids.append(x_g + moments[0, 1:] * h / max(moments[0, 0], 1e-30))
+    return np.array(sums), np.array(determinants), np.array(centroids)
 
 
-def test_fallback_at_the_free_surface_is_the_shepard_average(on_backend: str) -> None:
+def test_fallback_at_the_free_surface_is_the_hydrostatic_shepard_value(on_backend: str) -> None:
     """Water of uniform density rho1 = rho0 + 1 kg/m^3 in the still tank. Every wall particle
-    whose ghost node lies within 2H of the free surface and sees water takes rho1: through the
-    first-order fit where the moment matrix is well conditioned, and through the paper's
-    zeroth-order fallback, the Shepard average, where it is not (ghost nodes in the air above
-    the water, whose determinant is below DETERMINANT_LIMIT): no garbage from a near-singular
-    inverse, and the air not counted (a variant that counted it at rho0 was measured and
-    dropped, validation/README.md section 4)."""
+    whose ghost node lies within 2H of the free surface and sees water takes, where the moment
+    matrix is well conditioned, rho1 through the first-order fit; where it is not (ghost nodes
+    in the air above the water, whose determinant is below DETERMINANT_LIMIT), the paper's
+    zeroth-order fallback, the Shepard average rho1, carried from the fluid's kernel-weighted
+    centroid x_s to the particle by the hydrostatic gradient: rho1 (1 + g . (x_b - x_s) / c0^2),
+    clamped to rho0 (Adami et al. 2012; solver/physics/mdbc.py). No garbage from a
+    near-singular inverse, and the air itself not counted (a variant that counted it at rho0
+    was measured and dropped, validation/README.md section 4)."""
     cfg = still_tank()
-    rho1 = cfg.physics.rho0 + 1.0
+    rho0 = cfg.physics.rho0
+    rho1 = rho0 + 1.0
     sim = Simulation(cfg)
     p = sim.particles
     sim._update_neighbours_and_forces()  # sorts; the arrays now hold the sorted order
@@ -138,7 +144,7 @@ def test_fallback_at_the_free_surface_is_the_shepard_average(on_backend: str) ->
     near_surface = ~fluid & (np.abs(ghost_node[:, 2] - surface) < cfg.support_radius)
     near_surface &= in_reach(ghost_node - position, cfg.support_radius)
     index = np.flatnonzero(near_surface)
-    sums, determinants = ghost_moments(
+    sums, determinants, centroids = ghost_moments(
         cfg, ghost_node[index], position[fluid], np.full(int(fluid.sum()), rho1)
     )
     clear = np.abs(np.abs(determinants) / DETERMINANT_LIMIT - 1.0) > 0.1  # not at the limit
@@ -147,7 +153,14 @@ def test_fallback_at_the_free_surface_is_the_shepard_average(on_backend: str) ->
     assert fitted.sum() >= 100 and fallback.sum() >= 50, (fitted.sum(), fallback.sum())
     assert np.all(sums[fallback] < 0.5), "the fallback cases include ghost nodes in the air"
     # float32: within 1e-5 of the value, as in the linear-field test above
-    assert np.allclose(result[index[fitted | fallback]], rho1, rtol=1e-5, atol=0.0)
+    assert np.allclose(result[index[fitted]], rho1, rtol=1e-5, atol=0.0)
+    gravity = np.array(cfg.physics.gravity)
+    lift = (position[index[fallback]] - centroids[fallback]) @ gravity / cfg.sound_speed**2
+    hydrostatic = np.maximum(rho1 * (1.0 + lift), rho0)
+    assert np.ptp(hydrostatic) > 0.5, "the fallback cases span heights above the water"
+    assert np.allclose(result[index[fallback]], hydrostatic, rtol=1e-5, atol=0.0), np.abs(
+        result[index[fallback]] - hydrostatic
+    ).max()
 
 
 def test_dry_wall_stays_at_rho0(on_cpu: str) -> None:

@@ -8,11 +8,13 @@ first fluid layer is dp when the water is still. The case is a closed 0.24 x 0.1
 at dp = 0.02 with water 0.3 m (15 layers) deep: about 9,900 steps, a minute or two on 2 cores.
 
 The top layer, where the free surface meets a side wall, stands farther off: the wall
-particles above the water push it away, with their own pressure (the paper's zeroth-order
-fallback gives them the Shepard average of the water below their ghost nodes) and with the
-top particle's (the p_i of p_i + p_j in the momentum equation), which the fluid missing above
-the surface does not balance. It reaches 1.44 dp over the 2 s (validation/README.md,
-section 4, with the variants measured).
+particles above the water push it away with the top particle's own pressure (the p_i of
+p_i + p_j in the momentum equation), which the fluid missing above the surface does not
+balance. Their own pressure no longer adds to it: the paper's zeroth-order fallback, the
+Shepard average of the water below their ghost nodes, is carried to their height by the
+hydrostatic gradient (solver/physics/mdbc.py), which leaves them at rho0. The top layer's gap
+reaches 1.21 dp over the 2 s (1.44 dp with the Shepard value alone; validation/README.md,
+section 4).
 """
 
 from __future__ import annotations
@@ -158,17 +160,17 @@ def test_water_rests_on_the_walls_at_the_lattice_spacing(still_run: StillRun) ->
     assert still_run.removed == 0
 
 
-def test_top_layer_stays_within_one_and_a_half_dp(still_run: StillRun) -> None:
-    """The top layer's largest gap on the four side walls stays within 1.5 dp over the 2 s
-    (measured: 1.44 dp at 2 s, still creeping up). The issue asks 1.2 dp, which is not met;
-    see the module docstring."""
+def test_top_layer_stays_within_one_and_a_quarter_dp(still_run: StillRun) -> None:
+    """The top layer's largest gap on the four side walls stays within 1.25 dp over the 2 s
+    (measured: 1.21 dp at 2 s, growing by 0.01 dp over the second second; 1.44 dp without the
+    hydrostatic fallback). The issue asks 1.2 dp; see the module docstring."""
     worst = still_run.top_gaps.max(axis=0)
-    assert np.all(worst <= 1.5), f"top layer's largest gaps [dp] x-, x+, y-, y+: {worst}"
+    assert np.all(worst <= 1.25), f"top layer's largest gaps [dp] x-, x+, y-, y+: {worst}"
 
 
 def test_floor_carries_the_hydrostatic_pressure(still_run: StillRun) -> None:
     """Pressure sensors read on the floor (the wall surface, z = 0), averaged over the last
-    0.25 s, read rho0 |g| h within 2 %, h the 0.3 m depth of the water (measured: +1.9 %, the
+    0.25 s, read rho0 |g| h within 2 %, h the 0.3 m depth of the water (measured: +1.5 %, the
     SPH free-surface offset of the module docstring). The sensor read as DualSPHysics does,
     1.5 h above the floor over the water alone, reads the hydrostatic pressure there, rho0 |g|
     (h - 1.5 h), within the same 2 % of rho0 |g| h (the offset is the same number of pascals)."""
