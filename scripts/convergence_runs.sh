@@ -13,7 +13,7 @@
 # SECONDS (default 570) have passed, so that a call keeps time to pack its results: every
 # run's probes.csv, summary.json, config.toml and removed.csv, and the reports, go into
 # OUT_DIR/results.tar.gz (snapshots stay there: a call returns few files).
-# validation/README.md, section 3 ("Convergence with the shipped scene"), has what they gave.
+# validation/README.md, section 3 ("Convergence as shipped"), has what they gave.
 set -u
 phase=${1:?six_seconds, walls or finest}
 out=${2:-outputs/convergence}
