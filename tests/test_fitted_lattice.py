@@ -148,7 +148,7 @@ DEPTH = 0.29
 def test_fitted_still_water_stands_at_the_block_depth() -> None:
     """Still water built 14.5 dp deep on the fitted lattice keeps its mass and its depth: after
     0.75 s on the CPU the floor reads rho0 |g| h for h = 0.29 m within 3 %, averaged over the
-    last 0.25 s (measured +2.0 %: the SPH free surface adds about 0.3 dp of head, see
+    last 0.25 s (measured +1.6 %: the SPH free surface adds about 0.3 dp of head, see
     test_still_water_mdbc.py; the same water on the dp lattice, 0.30 m deep, reads +5.4 %),
     its top stays within dp/4 of 0.29 m, and nothing is removed."""
     use_backend("cpu")
