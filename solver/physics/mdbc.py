@@ -141,14 +141,15 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
                     rhs += row * mass
         rho = rho0
         if moments[0, 0] > 0.0:
-            rho = rhs[0] / moments[0, 0]  # Shepard, at the centroid x_s
-            to_centroid = ti.Vector([moments[0, 1], moments[0, 2], moments[0, 3]])
-            to_centroid *= h / moments[0, 0]  # x_s - x_g
-            rho += rho * hydrostatic.dot(-g - to_centroid)  # carried to x_b = x_g - g
             if ti.abs(moments.determinant()) >= DETERMINANT_LIMIT:
                 solution = moments.inverse() @ rhs  # rho_g, h grad rho_g
                 rho = solution[0] - (solution[1] * g[0] + solution[2] * g[1]
                                      + solution[3] * g[2]) * inv_h  # fmt: skip
+            else:
+                rho = rhs[0] / moments[0, 0]  # Shepard, at the centroid x_s
+                to_centroid = ti.Vector([moments[0, 1], moments[0, 2], moments[0, 3]])
+                to_centroid *= h / moments[0, 0]  # x_s - x_g
+                rho += rho * hydrostatic.dot(-g - to_centroid)  # carried to x_b = x_g - g
         return ti.max(rho, rho0)
 
     @ti.func
