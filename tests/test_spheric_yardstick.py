@@ -20,6 +20,7 @@ from solver.validation.spheric_metrics import (
     height_metrics,
     paired_window_means,
     pressure_metrics,
+    tension,
     window_means,
 )
 
@@ -135,6 +136,21 @@ def test_first_impact_integrates_pressure_from_the_arrival() -> None:
     with_nan = 1e4 * t + 5.0
     with_nan[100] = np.nan  # a missing sample is skipped: the arrival moves to 0.101 s
     assert first_impact(t, with_nan)[0] == pytest.approx(0.101)
+
+
+def test_tension_is_the_smallest_window_and_the_time_below_minus_100_pa() -> None:
+    """A 1 kPa series with a -500 Pa dip over [0.40, 0.44) and a -50 Pa one over [0.80, 0.90):
+    the smallest 20 ms window mean is -500 Pa in the window centred on 0.41 s, and only the
+    dip's two windows count as tension (the shallow one is above -100 Pa)."""
+    p = np.full_like(T_MS, 1000.0)
+    p[(T_MS >= 0.40) & (T_MS < 0.44)] = -500.0
+    p[(T_MS >= 0.80) & (T_MS < 0.90)] = -50.0
+    result = tension(T_MS, p)
+    assert result["smallest"] == pytest.approx(-500.0)
+    assert result["at"] == pytest.approx(0.41)
+    assert result["seconds"] == pytest.approx(0.04)
+    assert tension(T_MS, np.full_like(T_MS, 1000.0))["seconds"] == 0.0
+    assert tension(np.array([]), np.array([])) == {"smallest": None, "at": None, "seconds": 0.0}
 
 
 def test_series_that_do_not_overlap_give_no_numbers() -> None:
@@ -287,6 +303,15 @@ def test_convergence_differences_shrink_for_converging_runs(
     # P1's pulse (1000 Pa high, on 300 + 1000 dp) reaches 1 kPa later the finer the run.
     assert impulses["P1"]["runs"][0]["arrival"] < impulses["P1"]["runs"][2]["arrival"]
     assert "## First impact: pressure impulse" in text
+    # No series goes below its 300 Pa floor: the smallest window is 300 + 1000 dp Pa, away from
+    # the pulse, and no time is spent in tension.
+    tensions = report["tension"]
+    assert list(tensions) == PRESSURES
+    for entry in tensions.values():
+        assert [r["label"] for r in entry] == ["#1", "#2", "#3"]
+        assert [r["smallest"] for r in entry] == pytest.approx([340.0, 320.0, 310.0])
+        assert [r["seconds"] for r in entry] == [0.0, 0.0, 0.0]
+    assert "## Tension" in text
 
 
 def test_convergence_report_notes_water_the_dp_lattice_builds_off_its_block(

@@ -13,6 +13,8 @@ DIR) gives:
   (`spheric_metrics.first_impact`) and the differences between successive runs: the impulse is
   the quantity of an impact that should converge (Peregrine 2003), where the 20 ms peak follows
   the acoustic ringing;
+- for every pressure series, its tension in each run (`spheric_metrics.tension`: the smallest
+  20 ms window mean, its time, and how long the window means stay below -100 Pa);
 - with --experiment FILE, the yardstick of `spheric_metrics` for every run side by side.
 
 `--until T` compares the runs over [0, T] only, so that a finest run that covers the first
@@ -49,7 +51,10 @@ from solver.validation.spheric import (
 from solver.validation.spheric_metrics import (
     ARRIVAL_PA,
     IMPULSE_SPAN_S,
+    PRESSURE_WINDOW_S,
+    TENSION_PA,
     first_impact,
+    tension,
     window_rms_difference,
 )
 
@@ -58,6 +63,7 @@ __all__ = [
     "open_runs",
     "run_rows",
     "successive_differences",
+    "tension_by_run",
     "validate_convergence",
 ]
 
@@ -231,6 +237,20 @@ def impulse_convergence(runs: Sequence[SphericRun]) -> dict[str, dict[str, Any]]
     return result
 
 
+def tension_by_run(runs: Sequence[SphericRun]) -> dict[str, list[dict[str, Any]]]:
+    """For every pressure series, its `spheric_metrics.tension` in each run, with the run's
+    label (`label`)."""
+    labels = _labels(runs)
+    return {
+        name: [
+            {"label": label} | tension(data.t, data.series[name])
+            for label, data in zip(labels, runs, strict=True)
+        ]
+        for name in runs[0].series
+        if name.startswith("P")
+    }
+
+
 def validate_convergence(
     paths: Sequence[Path],
     out_dir: Path,
@@ -328,6 +348,32 @@ def validate_convergence(
                 ],
             ),
         ]
+    tensions = tension_by_run(runs)
+    if tensions:
+        lines += [
+            "",
+            "## Tension",
+            "",
+            f"Each pressure series' smallest {PRESSURE_WINDOW_S * 1000:g} ms window mean [Pa], the "
+            f"centre of its window [s], and how long its window means stay below "
+            f"-{TENSION_PA:g} Pa [s]. Water under the air carries no such tension; a weakly "
+            "compressible fluid does wherever its density falls below rho0, so tension that "
+            "shrinks as dp does is a discretisation error.",
+            "",
+            markdown_table(
+                ["series"]
+                + [f"smallest {label} [Pa]" for label in labels]
+                + [f"at {label} [s]" for label in labels]
+                + [f"below -{TENSION_PA:g} Pa {label} [s]" for label in labels],
+                [
+                    [name]
+                    + [r["smallest"] for r in entry]
+                    + [r["at"] for r in entry]
+                    + [r["seconds"] for r in entry]
+                    for name, entry in tensions.items()
+                ],
+            ),
+        ]
     by_run: list[tuple[str, dict[str, dict[str, Any]]]] = []
     if experiment is not None:
         by_run = [
@@ -353,6 +399,7 @@ def validate_convergence(
             "series": list(runs[0].series),
             "successive_differences": differences,
             "impulses": impulses,
+            "tension": tensions,
             "yardstick": dict(by_run),
             "notes": notes,
             "figures": [f.name for f in figures],

@@ -18,6 +18,12 @@ negative one is the tension artefact of weakly compressible SPH at impacts); and
 the first impact (`first_impact`): the time integral of pressure over 100 ms from the first
 sample at or above 1 kPa, with its ratio a / b and the arrival-time difference a - b.
 
+Tension (`tension`): the smallest 20 ms window mean of a pressure series, its time, and how
+long its window means stay below -TENSION_PA. Water in contact with the air carries no tension
+worth a kilopascal; a weakly compressible fluid does wherever its density falls below rho0, so
+a negative window that shrinks as dp does is a discretisation error (validation/README.md,
+section 3).
+
 Why the impulse: the peak of an impact pressure is the least repeatable quantity of a wave
 impact, in experiments and in models, while its time integral, the pressure impulse, is set by
 the momentum the water brings and is repeatable (Bagnold 1939, "Interim report on wave-pressure
@@ -45,11 +51,13 @@ __all__ = [
     "IMPULSE_SPAN_S",
     "LEVEL_SPAN_S",
     "PRESSURE_WINDOW_S",
+    "TENSION_PA",
     "WindowPairs",
     "first_impact",
     "height_metrics",
     "paired_window_means",
     "pressure_metrics",
+    "tension",
     "window_means",
     "window_rms_difference",
     "window_width",
@@ -69,6 +77,10 @@ LEVEL_SPAN_S = (1.0, 3.0)
 ARRIVAL_PA = 1000.0
 #: The first impact's impulse integrates pressure over this span from the arrival [s].
 IMPULSE_SPAN_S = 0.1
+
+#: A pressure window mean below -TENSION_PA counts as tension [Pa]: well above the noise of a
+#: dry sensor's window (0 exactly) and a hundredth of the impact peaks.
+TENSION_PA = 100.0
 
 #: Tolerance on window edges, as a fraction of the width (samples at 0.15 s are in [0.15, 0.2)).
 _EDGE_TOLERANCE = 1e-9
@@ -222,6 +234,22 @@ def first_impact(t: np.ndarray, p: np.ndarray) -> tuple[float | None, float | No
     values = np.append(p[inside], np.interp(end, t, p))
     steps = np.diff(times)
     return arrival, float(np.sum(0.5 * (values[1:] + values[:-1]) * steps))
+
+
+def tension(t: np.ndarray, p: np.ndarray) -> dict[str, float | None]:
+    """The tension of a pressure series (module doc): the smallest 20 ms window mean
+    (`smallest` [Pa], None without samples) and the centre of its window (`at` [s]), and the
+    total width of the windows whose mean is below -TENSION_PA (`seconds`)."""
+    windows, means = window_means(t, p, PRESSURE_WINDOW_S)
+    if not means.size:
+        return {"smallest": None, "at": None, "seconds": 0.0}
+    k = int(np.argmin(means))
+    below = int(np.count_nonzero(means < -TENSION_PA))
+    return {
+        "smallest": float(means[k]),
+        "at": float((windows[k] + 0.5) * PRESSURE_WINDOW_S),
+        "seconds": below * PRESSURE_WINDOW_S,
+    }
 
 
 def pressure_metrics(
