@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Which term sets the tension on the SPHERIC box's top at dp 0.02 (validation/README.md,
-# section 3, "Tension on the box's top"): the first 1.2 s as shipped and with one term changed
-# at a time (density diffusion, viscosity), on the GPU machine, then each run's tension per
-# sensor (solver/validation/spheric_metrics.py `tension`):
-#   bash scripts/tension_runs.sh [OUT_DIR]    (after `source scripts/device_env.sh` there)
+# SPHERIC test 2 at dp 0.02 with one term changed at a time (validation/README.md, section 3,
+# "Tension on the box's top"): the first 1.2 s as shipped, with other density diffusion and
+# viscosity, and with the symplectic scheme, on the GPU machine; then each run's P1 impact
+# (arrival, impulse) and tension per sensor (solver/validation/spheric_metrics.py):
+#   bash scripts/variant_runs.sh [OUT_DIR]    (after `source scripts/device_env.sh` there)
 set -u
-out=${1:-outputs/tension}
+out=${1:-outputs/variants_dp002}
 mkdir -p "$out"
-names=(shipped molteni nodiff alpha01 sps)
+names=(shipped molteni nodiff alpha01 sps symplectic)
 settings=("" physics.density_diffusion=molteni physics.density_diffusion=none
-    physics.visc_alpha=0.1 physics.viscosity=laminar_sps)
+    physics.visc_alpha=0.1 physics.viscosity=laminar_sps time.integrator=symplectic)
 for k in "${!names[@]}"; do
     extra=()
     [ -n "${settings[$k]}" ] && extra=(--set "${settings[$k]}")
@@ -23,12 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-from solver.validation.spheric_metrics import tension
+from solver.validation.spheric_metrics import first_impact, tension
 
 out = Path(sys.argv[1])
 for name in sys.argv[2:]:
     data = np.genfromtxt(out / name / "probes.csv", delimiter=",", names=True)
-    cells = []
+    arrival, impulse = first_impact(data["time"], data["P1"])
+    cells = [f"P1 arrival {arrival:.3f} s, impulse {impulse:.0f} Pa s"]
     for sensor in ("P3", "P4", "P5", "P6", "P7", "P8"):
         t = tension(data["time"], data[sensor])
         cells.append(f"{sensor} {t['smallest']:.0f} Pa, {t['seconds']:.2f} s")
