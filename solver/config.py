@@ -309,7 +309,10 @@ SCHEMA: tuple[KeySpec, ...] = (
             lo=0.0),
     KeySpec("physics", "density_diffusion", "str", "-", "fourtakas",
             "Density diffusion (delta-SPH) term.", choices=("none", "molteni", "fourtakas")),
-    KeySpec("physics", "delta", "float", "-", 0.1, "Delta-SPH coefficient.", lo=0.0, hi=1.0),
+    KeySpec("physics", "delta", "float", "-", 0.1,
+            "Delta-SPH coefficient (0.1 is the usual value; 0.2 to 0.5 ran stably on SPHERIC "
+            "test 2 at dp 0.04, 1.0 did not).",
+            lo=0.0, hi=1.0),
     KeySpec("physics", "rho_min", "float", "kg/m^3", 700.0,
             "Particles below this density are removed.", lo=0.0, lo_open=True),
     KeySpec("physics", "rho_max", "float", "kg/m^3", 1300.0,

@@ -105,6 +105,7 @@ def build_verlet_step(
             interact_particle(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
                 cell_offsets, acceleration, density_rate, maxima, slot, stress, everywhere(),
+                density_prev, euler == 0,
             )  # fmt: skip
         # Taken even in a halted kernel (whose update loop is empty): assigned under a
         # condition, dt compiled to other roundings of the update on the CPU (1 ulp in

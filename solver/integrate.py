@@ -10,7 +10,9 @@ solver based on SPH", CPC 187, section 2.4):
   t^{n+1} - t^{n-1} = dt_{n-1} + dt_n is DualSPHysics' 2 dt when steps are even; written out,
   it stays a centred difference when a step is shortened to land on an output time (with
   2 dt_n, a step cut to a sliver would put the n+1 solution back at time n-1, and a run with
-  frequent outputs drifts: particles leave the density band).
+  frequent outputs drifts: particles leave the density band). The density diffusion in D^n
+  is evaluated on rho^{n-1} on the leapfrog steps (solver/physics/interaction.py: the leapfrog
+  is unstable for a dissipative term), on rho^n on the Euler steps.
 - Symplectic position Verlet (Leimkuhler et al. 1996): a half-step predictor, a new interaction,
   then v^{n+1} = v^n + dt a^{n+1/2}, x^{n+1} = x^n + dt (v^n + v^{n+1}) / 2 and
   rho^{n+1} = rho^n (2 - eps) / (2 + eps), eps = -dt D^{n+1/2} / rho^{n+1/2}.

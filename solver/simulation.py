@@ -287,6 +287,8 @@ class Simulation:
                 self._maximum.out,
                 slot,
                 *self._counting_region(),
+                p.density_prev,
+                self._lagged_diffusion(),
                 *self._stress_arrays(),
             )
             p.swap_stress()
@@ -347,6 +349,11 @@ class Simulation:
         """The health counts of the whole run from this simulation's: its own, for a single
         process."""
         return counts
+
+    def _lagged_diffusion(self) -> int:
+        """1 if the next interaction evaluates the density diffusion on the previous step's
+        densities: a Verlet step other than its Euler steps (solver/physics/interaction.py)."""
+        return int(not self.symplectic and not self._euler_at(self.steps))
 
     def _euler_at(self, step: int) -> int:
         """1 if step number `step` (0 the first) is one where Verlet takes its Euler step

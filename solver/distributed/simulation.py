@@ -319,8 +319,8 @@ class DistributedSimulation(Simulation):
         self._phases.interact(
             p.position, p.ghost, p.velocity, p.density, p.pressure, p.kind, p.removed, p.count,
             self.grid.cell_offsets, p.acceleration, p.density_rate, self._maximum.out, slot,
-            self._records, remaining, self.dt, self.moved, *probe_clock, lo, hi,
-            *self._stress_arrays(),
+            self._records, remaining, self.dt, self.moved, *probe_clock, lo, hi, p.density_prev,
+            self._lagged_diffusion(), *self._stress_arrays(),
         )  # fmt: skip
         self._combine_maxima(slot)
         self._phases.update(

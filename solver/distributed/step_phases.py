@@ -80,6 +80,8 @@ def build_step_phases(
         region_lo,
         region_hi,
         stress: ti.template(),
+        density_prev: ti.template(),
+        lagged,
     ):
         batch.begin(records, 0, remaining, dt_prev, moved, last_probe, probes_left)
         live = batch.live_count(records, n)
@@ -98,7 +100,7 @@ def build_step_phases(
             interact_particle(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
                 cell_offsets, acceleration, density_rate, maxima, slot, stress,
-                ti.Vector([region_lo, region_hi]),
+                ti.Vector([region_lo, region_hi]), density_prev, lagged,
             )  # fmt: skip
 
     @ti.kernel
@@ -124,11 +126,13 @@ def build_step_phases(
         probes_left: float,
         region_lo: float,
         region_hi: float,
+        density_prev: ti.types.ndarray(ndim=1),
+        lagged: ti.i32,
     ):
         interact_loops(
             position, ghost, velocity, density, pressure, kind, removed, n, cell_offsets,
             acceleration, density_rate, maxima, slot, records, remaining, dt_prev, moved,
-            last_probe, probes_left, region_lo, region_hi, (),
+            last_probe, probes_left, region_lo, region_hi, (), density_prev, lagged,
         )  # fmt: skip
 
     @ti.kernel
@@ -154,13 +158,16 @@ def build_step_phases(
         probes_left: float,
         region_lo: float,
         region_hi: float,
+        density_prev: ti.types.ndarray(ndim=1),
+        lagged: ti.i32,
         tau: ti.types.ndarray(ndim=1),
         tau_next: ti.types.ndarray(ndim=1),
     ):
         interact_loops(
             position, ghost, velocity, density, pressure, kind, removed, n, cell_offsets,
             acceleration, density_rate, maxima, slot, records, remaining, dt_prev, moved,
-            last_probe, probes_left, region_lo, region_hi, (tau, tau_next),
+            last_probe, probes_left, region_lo, region_hi, (tau, tau_next), density_prev,
+            lagged,
         )  # fmt: skip
 
     @ti.kernel
