@@ -226,6 +226,21 @@ def test_spheric_series_without_experiment(spheric_run: Path, tmp_path: Path) ->
     heights = [f"H{k}{variant}" for k in range(1, 5) for variant in ("", "_swl", "_top")]
     pressures = [f"P{k}{variant}" for k in range(1, 9) for variant in ("", "_face")]
     assert header == ["t", *heights, *pressures]
+    # The run's own figures, without a measurement: heights 0.1 k + 0.05 sin(2 pi t) average
+    # 0.1 k over the first 2 s (two whole periods) and after (the one sample at 2 s); P<k>'s
+    # pulse of 1000 k Pa at 0.5 s peaks in the window [0.50, 0.52) (mean of its samples at 0.50
+    # and 0.51), P2 reaches 1 kPa at 0.42 s, the level after 1 s is nil and nothing is in tension.
+    report = json.loads((out / "report.json").read_text())
+    own = report["own_figures"]
+    assert list(own) == heights + pressures
+    assert own["H3"]["mean_first_2s"] == pytest.approx(0.3, abs=1e-9)
+    assert own["H3"]["mean_after_2s"] == pytest.approx(0.3, abs=1e-9)
+    assert own["P1"]["peak"] == pytest.approx(500.0 * (1.0 + math.exp(-0.01)))
+    assert own["P1"]["peak_time"] == pytest.approx(0.51)
+    assert own["P2"]["arrival"] == pytest.approx(0.42)
+    assert own["P2"]["level"] == pytest.approx(0.0, abs=1e-6) and own["P2"]["level_windows"] == 51
+    assert all(f["tension"]["seconds"] == 0.0 for n, f in own.items() if n.startswith("P"))
+    assert "## The run's own figures" in (out / "report.md").read_text()
 
 
 def test_spheric_against_an_experiment_file(spheric_run: Path, tmp_path: Path) -> None:

@@ -7,6 +7,9 @@ subtracted); P1..P8, pressures [Pa]; and any column H<k>_<suffix> (e.g. H1_swl, 
 P<k>_<suffix> (e.g. P1_face): another definition of gauge H<k>'s height or another reading of
 sensor P<k>, handled like H<k> or P<k> and compared with the measured H<k> or P<k>.
 
+The report always gives the run's own figures (`own_figures`: `spheric_metrics.height_figures`
+and `pressure_figures`, among them each sensor's tension).
+
 With --experiment FILE (`read_experiment_csv`: a column t and any of H1..H4, P1..P8 in SI
 units) the measurement is overlaid on the plots, and for every series in both the report gives
 the yardstick of `spheric_metrics` (window means) and the raw comparison of `compare_series`
@@ -39,10 +42,14 @@ from solver.validation.spheric_metrics import (
     IMPULSE_SPAN_S,
     LEVEL_SPAN_S,
     PRESSURE_WINDOW_S,
+    TENSION_PA,
+    height_figures,
+    pressure_figures,
     yardstick,
 )
 
 __all__ = [
+    "own_figures",
     "HEIGHT_PANELS",
     "PRESSURE_PANELS",
     "SPHERIC_SERIES",
@@ -431,6 +438,73 @@ def spheric_figures(
     return figures
 
 
+def own_figures(run: SphericRun) -> dict[str, dict[str, Any]]:
+    """Every series' own figures (`height_figures` for H..., `pressure_figures` for P...)."""
+    return {
+        name: (height_figures if name.startswith("H") else pressure_figures)(run.t, values)
+        for name, values in run.series.items()
+    }
+
+
+def own_figure_tables(figures: dict[str, dict[str, Any]]) -> list[str]:
+    """The report's section on the run's own figures (markdown lines)."""
+    heights = {n: f for n, f in figures.items() if n.startswith("H")}
+    pressures = {n: f for n, f in figures.items() if n.startswith("P")}
+    lines = [
+        "## The run's own figures",
+        "",
+        f"Heights [m]: the mean of the {HEIGHT_WINDOW_S * 1000:g} ms window means over the "
+        f"first {EARLY_END_S:g} s and after. Pressures [Pa]: the peak of the "
+        f"{PRESSURE_WINDOW_S * 1000:g} ms window means and the centre of its window [s], the "
+        f"level (mean of the window means within {LEVEL_SPAN_S[0]:g} to {LEVEL_SPAN_S[1]:g} s), "
+        f"the first impact (arrival at {ARRIVAL_PA:g} Pa [s], impulse over "
+        f"{IMPULSE_SPAN_S * 1000:g} ms [Pa s]) and the tension (smallest window mean, and the "
+        f"time the window means stay below -{TENSION_PA:g} Pa [s]).",
+        "",
+    ]
+    if heights:
+        lines += [
+            markdown_table(
+                ["series", f"mean, first {EARLY_END_S:g} s", f"mean, after {EARLY_END_S:g} s"],
+                [[n, f["mean_first_2s"], f["mean_after_2s"]] for n, f in heights.items()],
+            ),
+            "",
+        ]
+    if pressures:
+        lines.append(
+            markdown_table(
+                [
+                    "series",
+                    "peak",
+                    "at",
+                    "level",
+                    "level windows",
+                    "arrival",
+                    "impulse",
+                    "smallest",
+                    "at",
+                    "in tension",
+                ],
+                [
+                    [
+                        n,
+                        f["peak"],
+                        f["peak_time"],
+                        f["level"],
+                        f["level_windows"],
+                        f["arrival"],
+                        f["impulse"],
+                        f["tension"]["smallest"],
+                        f["tension"]["at"],
+                        f["tension"]["seconds"],
+                    ]
+                    for n, f in pressures.items()
+                ],
+            )  # fmt: skip
+        )
+    return lines
+
+
 def validate_spheric(run: RunFolder, out_dir: Path, experiment_file: Path | None) -> int:
     """Time series of SPHERIC test 2's gauges and sensors, against a measurement if given."""
     data = spheric_series(run)
@@ -470,6 +544,8 @@ def validate_spheric(run: RunFolder, out_dir: Path, experiment_file: Path | None
         "tank floor [m], pressures in Pa. The series are in spheric_series.csv.",
         "",
     ]
+    figures_own = own_figures(data)
+    lines += [*own_figure_tables(figures_own), ""]
     if experiment is None:
         lines.append("No measurement given (--experiment FILE): the series are plotted alone.")
     else:
@@ -521,6 +597,7 @@ def validate_spheric(run: RunFolder, out_dir: Path, experiment_file: Path | None
             "run": str(run.path),
             "experiment": str(experiment_file) if experiment_file else None,
             "series": list(sim),
+            "own_figures": figures_own,
             "comparison": raw,
             "yardstick": windowed,
             "notes": notes,

@@ -18,6 +18,10 @@ negative one is the tension artefact of weakly compressible SPH at impacts); and
 the first impact (`first_impact`): the time integral of pressure over 100 ms from the first
 sample at or above 1 kPa, with its ratio a / b and the arrival-time difference a - b.
 
+A run's own figures, with or without a measurement (`height_figures`, `pressure_figures`):
+the mean of a height's window means over the first 2 s and after; a pressure's peak window
+mean and its time, its level within 1 to 3 s, its first impact and its tension.
+
 Tension (`tension`): the smallest 20 ms window mean of a pressure series, its time, and how
 long its window means stay below -TENSION_PA. Water in contact with the air carries no tension
 worth a kilopascal; a weakly compressible fluid does wherever its density falls below rho0, so
@@ -54,8 +58,10 @@ __all__ = [
     "TENSION_PA",
     "WindowPairs",
     "first_impact",
+    "height_figures",
     "height_metrics",
     "paired_window_means",
+    "pressure_figures",
     "pressure_metrics",
     "tension",
     "window_means",
@@ -249,6 +255,47 @@ def tension(t: np.ndarray, p: np.ndarray) -> dict[str, float | None]:
         "smallest": float(means[k]),
         "at": float((windows[k] + 0.5) * PRESSURE_WINDOW_S),
         "seconds": below * PRESSURE_WINDOW_S,
+    }
+
+
+def _wholly_within(windows: np.ndarray, width: float, start: float, end: float) -> np.ndarray:
+    """Which of the windows (numbers k of [k width, (k + 1) width)) lie wholly in [start, end]
+    (as `WindowPairs.within`)."""
+    tol = _EDGE_TOLERANCE * width
+    return (windows * width >= start - tol) & ((windows + 1) * width <= end + tol)
+
+
+def height_figures(t: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """A water height's own figures [m] (module doc): the mean of its 50 ms window means over
+    the first EARLY_END_S (`mean_first_2s`) and after (`mean_after_2s`), None where the series
+    has no window."""
+    windows, means = window_means(t, y, HEIGHT_WINDOW_S)
+    early = _wholly_within(windows, HEIGHT_WINDOW_S, 0.0, EARLY_END_S)
+    return {
+        "mean_first_2s": float(means[early].mean()) if early.any() else None,
+        "mean_after_2s": float(means[~early].mean()) if (~early).any() else None,
+    }
+
+
+def pressure_figures(t: np.ndarray, p: np.ndarray) -> dict[str, Any]:
+    """A pressure's own figures [Pa] (module doc): the peak of its 20 ms window means and the
+    centre of that window, its level (the mean of the window means within LEVEL_SPAN_S, with
+    their count; None without one), its first impact (`first_impact`) and its `tension`."""
+    windows, means = window_means(t, p, PRESSURE_WINDOW_S)
+    peak = peak_time = None
+    if means.size:
+        k = int(np.argmax(means))
+        peak, peak_time = float(means[k]), float((windows[k] + 0.5) * PRESSURE_WINDOW_S)
+    level = _wholly_within(windows, PRESSURE_WINDOW_S, *LEVEL_SPAN_S)
+    arrival, impulse = first_impact(t, p)
+    return {
+        "peak": peak,
+        "peak_time": peak_time,
+        "level": float(means[level].mean()) if level.any() else None,
+        "level_windows": int(level.sum()),
+        "arrival": arrival,
+        "impulse": impulse,
+        "tension": tension(t, p),
     }
 
 
