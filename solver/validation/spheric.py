@@ -500,7 +500,7 @@ def own_figure_tables(figures: dict[str, dict[str, Any]]) -> list[str]:
                     ]
                     for n, f in pressures.items()
                 ],
-            )  # fmt: skip
+            )
         )
     return lines
 

@@ -131,10 +131,7 @@ class WindowPairs:
 
     def within(self, start: float, end: float) -> WindowPairs:
         """The windows lying wholly inside [start, end]."""
-        tol = _EDGE_TOLERANCE * self.width
-        keep = (self.index * self.width >= start - tol) & (
-            (self.index + 1) * self.width <= end + tol
-        )
+        keep = _wholly_within(self.index, self.width, start, end)
         return WindowPairs(self.width, self.span, self.index[keep], self.a[keep], self.b[keep])
 
     def rms(self) -> float | None:
@@ -259,8 +256,8 @@ def tension(t: np.ndarray, p: np.ndarray) -> dict[str, float | None]:
 
 
 def _wholly_within(windows: np.ndarray, width: float, start: float, end: float) -> np.ndarray:
-    """Which of the windows (numbers k of [k width, (k + 1) width)) lie wholly in [start, end]
-    (as `WindowPairs.within`)."""
+    """Which of the windows (numbers k of [k width, (k + 1) width)) lie wholly in [start, end],
+    within the edge tolerance."""
     tol = _EDGE_TOLERANCE * width
     return (windows * width >= start - tol) & ((windows + 1) * width <= end + tol)
 
