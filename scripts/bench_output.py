@@ -6,8 +6,10 @@ Usage: python3 scripts/bench_output.py [CONFIG] [--backend B] [--steps S] [--rep
 
 Builds the scene (default: the seed case), takes S steps so that the state is not the lattice
 at rest, then times, best of R: `sim.snapshot()` (the particles' copy the loop made before
-issue 12), `sim.state()` (the whole state, the last good one a failure leaves; the snapshot is
-now cut from it), cutting the snapshot from the state, and writing the snapshot as .vtp with
+issue 12), `sim.state()` (the whole state: what the loop copied at every output time until
+2026-12-03), `sim.snapshot_state()` (what a snapshot copies now), `sim.keep()` (the last good
+state kept on the device, synchronised), cutting the snapshot from the state, and writing the
+snapshot as .vtp with
 each compressor (when the vtk package is there) and as .npz with each compression, and with
 numpy's savez_compressed (the .npz before issue 12), with the file sizes. Files go to a
 temporary folder (made inside --out when given: another disk).
@@ -28,6 +30,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
+import taichi as ti  # noqa: E402
 
 from solver.backend import start_backend  # noqa: E402
 from solver.config import load_config  # noqa: E402
@@ -67,6 +70,11 @@ def main() -> int:
         sim.step()
     state = sim.state()
     snap = snapshot_from_state(state)
+
+    def kept() -> None:
+        sim.keep()
+        ti.sync()
+
     state_bytes = held_bytes(state.values())
     print(
         f"{cfg.name} on {info.name} ({info.device}): {snap.count} particles, t = {sim.time:.4g} s"
@@ -78,6 +86,12 @@ def main() -> int:
             held_bytes(getattr(snap, name) for name in ARRAYS),
         ),
         ("copy: sim.state()", best_of(args.repeat, sim.state), state_bytes),
+        (
+            "copy: sim.snapshot_state()",
+            best_of(args.repeat, sim.snapshot_state),
+            held_bytes(sim.snapshot_state().values()),
+        ),
+        ("keep: sim.keep() on the device", best_of(args.repeat, kept), state_bytes),
         ("cut: snapshot_from_state", best_of(args.repeat, lambda: snapshot_from_state(state)), 0),
     ]
     with tempfile.TemporaryDirectory(dir=args.out) as folder:
@@ -100,9 +114,9 @@ def main() -> int:
         arrays = {name: getattr(snap, name) for name in ARRAYS}
         seconds = best_of(args.repeat, partial(np.savez_compressed, path, **arrays))
         rows.append(("np.savez_compressed", seconds, path.stat().st_size))
-    print(f"{'what':28} {'ms':>8} {'MB':>8}")
+    print(f"{'what':32} {'ms':>8} {'MB':>8}")
     for name, seconds, nbytes in rows:
-        print(f"{name:28} {1e3 * seconds:8.1f} {nbytes / 1e6:8.2f}")
+        print(f"{name:32} {1e3 * seconds:8.1f} {nbytes / 1e6:8.2f}")
     return 0
 
 

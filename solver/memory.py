@@ -2,7 +2,8 @@
 what the device has free, checked before anything large is allocated.
 
 The estimate adds up the same sizes the solver allocates: the particle arrays (their LAYOUT
-table), the cell grid with its sort and scan scratch, and the time-step reduction, for the
+table), the copy of them a run keeps as its last good state (solver/kept_state.py), the cell
+grid with its sort and scan scratch, and the time-step reduction, for the
 particle count the scene will have (counted from the lattice, not built). On the CPU backend the
 device is the host's RAM, which also holds the scene's host arrays.
 """
@@ -14,6 +15,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from solver.backend import BackendInfo, load_libcuda
@@ -83,10 +85,14 @@ def estimate(cfg: Config) -> MemoryEstimate:
     cells = 1
     for n in grid_dims(cfg.domain.min, cfg.domain.max, cfg.support_radius, per_support):
         cells *= n
+    arrays = partial(
+        ParticleArrays.nbytes, capacity, real_bytes, keep_position_prev=symplectic,
+        keep_sps_stress=sps,
+    )  # fmt: skip
+    kept = arrays(spares=False) + CellGrid.offsets_nbytes(cells)  # the last good state
     device = (
-        ParticleArrays.nbytes(
-            capacity, real_bytes, keep_position_prev=symplectic, keep_sps_stress=sps
-        )
+        arrays()
+        + kept
         + CellGrid.nbytes(cells, capacity)
         + SlotMaximum.nbytes(_TIMESTEP_COMPONENTS, real_bytes)
         + batch_nbytes(real_bytes)

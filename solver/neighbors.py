@@ -319,6 +319,12 @@ class CellGrid:
             + 4 * scratch_size(num_keys + 1)
         )
 
+    @staticmethod
+    def offsets_nbytes(num_cells: int) -> int:
+        """Device bytes of the cell offsets and drop counters of a grid of `num_cells` cells
+        (what a state carries of the grid: `Simulation.state`)."""
+        return 4 * (BLOCKS * num_cells + 1 + DROP_REASONS)
+
     @property
     def inv_cell(self) -> float:
         """1 / cell size."""

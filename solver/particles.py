@@ -36,10 +36,10 @@ class ArraySpec:
     sps_only: bool = False
     """Allocated only for the SPS turbulence closure (physics.viscosity = "laminar_sps")."""
 
-    def nbytes(self, real_bytes: int) -> int:
-        """Bytes per particle of this array with its spare."""
+    def nbytes(self, real_bytes: int, spare: bool = True) -> int:
+        """Bytes per particle of this array, with its spare unless `spare` is False."""
         element = self.components * (real_bytes if self.real else INT_BYTES)
-        return element * (2 if self.spare else 1)
+        return element * (2 if self.spare and spare else 1)
 
 
 LAYOUT: dict[str, ArraySpec] = {
@@ -152,10 +152,12 @@ class ParticleArrays:
         real_bytes: int,
         keep_position_prev: bool = False,
         keep_sps_stress: bool = False,
+        spares: bool = True,
     ) -> int:
-        """Device bytes that `ParticleArrays(capacity, ...)` allocates, spares included."""
+        """Device bytes that `ParticleArrays(capacity, ...)` allocates, spares included; with
+        `spares` False, those of one copy of every array (solver/kept_state.py)."""
         per_particle = sum(
-            spec.nbytes(real_bytes)
+            spec.nbytes(real_bytes, spares)
             for spec in LAYOUT.values()
             if (keep_position_prev or not spec.symplectic_only)
             and (keep_sps_stress or not spec.sps_only)

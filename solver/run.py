@@ -145,12 +145,22 @@ def run_simulation(
         observers = RunObservers(cfg, out_dir, probes, writer, resume.observers, files=root)
         say(f"resuming from the checkpoint at step {sim.steps}, t = {sim.time:.6g} s")
 
-    def capture(state: dict[str, np.ndarray]) -> Checkpoint:
-        """The checkpoint of `state`, a `sim.state()` taken now."""
+    def capture(state: dict[str, np.ndarray], outputs: dict) -> Checkpoint:
+        """The checkpoint of `state`, a `sim.state()`, with `outputs`, the observers' state
+        taken at the same moment."""
         return Checkpoint(
-            state, observers.state(), config_to_toml(cfg), cfg.source, info.name,
-            info.precision, __version__, checkpoint_every,
+            state, outputs, config_to_toml(cfg), cfg.source, info.name, info.precision,
+            __version__, checkpoint_every,
         )  # fmt: skip
+
+    kept_outputs: dict = {}
+
+    def keep_last_good() -> None:
+        """Keep the state now as the last good one (on the device: `Simulation.keep`), and
+        where the outputs stand with it; a numerical failure leaves them in checkpoint.npz."""
+        nonlocal kept_outputs
+        sim.keep()
+        kept_outputs = observers.state()
 
     def submit_checkpoint(checkpoint: Checkpoint) -> None:
         """Queue `checkpoint` behind the snapshots taken before it (rank 0 writes it)."""
@@ -178,9 +188,9 @@ def run_simulation(
     loop_started = wallclock.perf_counter()
     with stop.installed(), handover():
         try:
-            copied = observers.start(sim) if resume is None else None
-            # What a failure leaves in checkpoint.npz (see _keep_last_good).
-            last_good = capture(copied if copied is not None else sim.state())
+            if resume is None:
+                observers.start(sim)
+            keep_last_good()
             while sim.time < end and not stopping():
                 step_started = wallclock.perf_counter()
                 steps_before = sim.steps
@@ -197,20 +207,18 @@ def run_simulation(
                 steps_here += sim.steps - steps_before
                 health.check()
                 observers.record_probes(probes.take())
-                # A snapshot copies the whole state (the snapshot is cut from it), and that copy
-                # is the last good state; probe times copy only the probes' sums (see
-                # _keep_last_good).
-                copied = observers.observe(sim)
-                if copied is not None:
-                    last_good = capture(copied)
+                # An output time keeps the state (see _keep_last_good); probe times copy only
+                # the probes' sums.
+                if observers.observe(sim):
+                    keep_last_good()
                 if checkpoints is not None and checkpoints.due(sim.time):
-                    last_good = capture(copied if copied is not None else sim.state())
-                    submit_checkpoint(last_good)
+                    keep_last_good()
+                    submit_checkpoint(capture(sim.kept_state(), kept_outputs))
                     checkpoints.advance(sim.time)
                 if progress is not None:
                     progress.update(sim.time, sim.steps, sim.dt, sim.count)
             if sim.time < end:
-                submit_checkpoint(capture(sim.state()))
+                submit_checkpoint(capture(sim.state(), observers.state()))
                 writer.close()
                 raise RunInterruptedError(
                     f"{stop.signal_name or 'a signal to another process'}: "
@@ -221,7 +229,7 @@ def run_simulation(
         except NumericalFailureError as failure:
             if not root:
                 raise
-            kept = _keep_last_good(out_dir, writer, last_good)
+            kept = _keep_last_good(out_dir, writer, capture(sim.kept_state(), kept_outputs))
             raise NumericalFailureError(f"{failure}\n{kept}") from None
         except KeyboardInterrupt:
             writer.abandon()  # stopped at once: what is queued is dropped
@@ -300,10 +308,11 @@ def _keep_last_good(out_dir: Path, writer: OutputWriter, last_good: Checkpoint) 
     """Write the last good state as the checkpoint, once the writer has written every
     snapshot queued before it; say where the run's good results are.
 
-    The last good state is the one of the latest snapshot or periodic checkpoint, whichever
-    is later: keeping a copy of the state before every step would cost a full device-to-host
-    copy per step, while at snapshot times the state copy is the snapshot's own copy (the
-    snapshot is cut from it), and probe times copy only the probes' sums.
+    The last good state is the one of the latest output time or periodic checkpoint,
+    whichever is later, kept on the device (`Simulation.keep`, a device-to-device copy) and
+    copied to the host only now: keeping a copy before every step would cost a copy per
+    step, and a host copy at every output time cost the GPUs more than the output itself
+    (docs/performance.md).
     """
     where = f"step {last_good.steps}, t = {last_good.time:.6g} s"
     try:

@@ -202,6 +202,67 @@ def test_restored_simulation_continues_bit_for_bit(
         assert resumed.sorts < resumed.steps  # the reuse path ran
 
 
+@pytest.mark.parametrize(
+    ("backend", "overrides"),
+    [
+        ("cpu", ["neighbors.skin=0.0"]),
+        ("cpu", ["neighbors.skin=0.0", "time.integrator=symplectic"]),
+        ("vulkan", ["neighbors.skin=0.0"]),
+    ],
+    ids=["cpu-verlet", "cpu-symplectic", "vulkan-verlet"],
+)
+def test_the_kept_state_is_the_state_when_kept(backend: str, overrides: list[str]) -> None:
+    """`keep` after 25 steps, then 20 steps more (without a skin every step sorts, which
+    swaps every particle array with its spare, and the steps rewrite them): `kept_state` is
+    `state()` of step 25, bit for bit, every key. `snapshot_state` is `state()` on the keys
+    a snapshot is cut from."""
+    cfg = load_config(QUICK, overrides)
+    use_backend(backend, cfg.physics.precision)
+    sim = Simulation(cfg)
+    for _ in range(25):
+        sim.step()
+    sim.keep()
+    expected = sim.state()
+    cut = sim.snapshot_state()
+    assert set(cut) < set(expected)
+    for name in cut:
+        assert_same_bits(cut[name], expected[name], name)
+    sorts = sim.sorts
+    for _ in range(20):
+        sim.step()
+    assert sim.sorts > sorts
+    kept = sim.kept_state()
+    assert sorted(kept) == sorted(expected)
+    for name in expected:
+        assert_same_bits(kept[name], expected[name], name)
+    assert not np.array_equal(sim.state()["particles.position"], kept["particles.position"])
+
+
+@pytest.mark.parametrize(("npz", "copies"), [(False, 0), (True, 6)])
+def test_output_times_copy_only_what_the_snapshot_files_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, npz: bool, copies: int
+) -> None:
+    """A run to 0.05 s with an output time every 0.01 s copies no whole state off the device:
+    with no snapshot format, nothing at all; with npz, the snapshot's arrays at each of the 6
+    output times (t = 0 included). The last good state stays on the device."""
+    calls = {"state": 0, "snapshot_state": 0}
+    for name in calls:
+        method = getattr(Simulation, name)
+
+        def counted(sim: Simulation, _method=method, _name=name) -> dict:
+            calls[_name] += 1
+            return _method(sim)
+
+        monkeypatch.setattr(Simulation, name, counted)
+    out = tmp_path / "run"
+    args = run_args(
+        out, 0.05, 0.01, "--set=output.vtk=false", f"--set=output.npz={str(npz).lower()}"
+    )
+    assert dambreak_run(*args) == 0
+    assert calls == {"state": 0, "snapshot_state": copies}
+    assert len(list(out.glob("particles_*.npz"))) == copies
+
+
 def test_restore_refuses_a_state_of_another_case(on_cpu: str) -> None:
     """A state from a case with other particle counts is refused, naming the array."""
     small = Simulation(load_config(QUICK, ["particles.dp=0.05"]))

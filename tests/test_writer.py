@@ -62,15 +62,21 @@ def quick_args(out: Path, *extra: str) -> list[str]:
 
 
 class FakeSimulation:
-    """What the observers read of a simulation: its time and `state()`, made up of random
-    particles (500 slots, 480 live, two of them flagged for removal)."""
+    """What the observers read of a simulation: its time and `snapshot_state()`, made up of
+    random particles (500 slots, 480 live, two of them flagged for removal); `copies` holds
+    every one handed out."""
 
     def __init__(self) -> None:
         self.time = 0.0
         self.steps = 0
         self._rng = np.random.default_rng(7)
+        self.copies: list[dict[str, np.ndarray]] = []
 
-    def state(self) -> dict[str, np.ndarray]:
+    def snapshot_state(self) -> dict[str, np.ndarray]:
+        self.copies.append(self._random_state())
+        return self.copies[-1]
+
+    def _random_state(self) -> dict[str, np.ndarray]:
         rng, capacity = self._rng, 500
         removed = np.zeros(capacity, np.int32)
         removed[[3, 40]] = 1
@@ -123,14 +129,14 @@ def test_background_writer_writes_the_synchronous_files_in_order(tmp_path: Path)
         writer = OutputWriter(max_bytes=1)  # one job queued at a time: the loop waits often
         probes = FakeProbes(sim)
         observers = RunObservers(cfg, out, probes, writer)
-        states = [observers.start(sim)]
+        output_times = [observers.start(sim)]
         for step in range(1, 13):
             sim.time, sim.steps = 0.0025 * step, step
             if step % 2 == 0:  # a step that passes a probe time
                 observers.record_probes([(sim.time, probes.sample())])
-            copied = observers.observe(sim)
-            if copied is not None:
-                states.append(copied)
+            output_times.append(observers.observe(sim))
+        states = sim.copies
+        assert output_times == [step % 4 == 0 for step in range(13)]
         writer.close()
         observers.close()
         assert len(states) == 4 and observers.snapshots_written == 4
@@ -157,7 +163,7 @@ def test_npz_snapshots_are_the_same_bytes_every_time(tmp_path: Path) -> None:
     """An .npz archive does not depend on when it is written (its members carry a fixed
     date), and reads back bit for bit with either compression; deflate makes it smaller."""
     sim = FakeSimulation()
-    snap = snapshot_from_state(sim.state())
+    snap = snapshot_from_state(sim.snapshot_state())
     sizes = {}
     for compression in NPZ_COMPRESSIONS:
         first, second = tmp_path / f"a-{compression}.npz", tmp_path / f"b-{compression}.npz"

@@ -112,6 +112,8 @@ class DistributedSimulation(Simulation):
         """Wall time of the sorts' migration and halo rebuild (host and MPI)."""
         self.gather_s = 0.0
         """Wall time of gathering the state on rank 0 (snapshots, checkpoints)."""
+        self._gathered: tuple[int, float, dict[str, np.ndarray]] | None = None
+        """The steps, time and `state()` of the last `keep` or `snapshot_state`."""
 
     # -------------------------------------------------------------------------- what is held
 
@@ -407,6 +409,24 @@ class DistributedSimulation(Simulation):
         state["count"] = np.int64(len(keys))
         self.gather_s += wallclock.perf_counter() - started
         return state | scalars
+
+    def keep(self) -> None:
+        """Keep the state now (a collective): the job's state gathered on rank 0's host, as
+        `state()` gathers it; at an output time whose snapshot gathered it already, that one."""
+        if self._gathered is None or self._gathered[:2] != (self.steps, self.time):
+            self._gathered = (self.steps, self.time, self.state())
+
+    def kept_state(self) -> dict[str, np.ndarray]:
+        """What `state()` returned when `keep` was last called."""
+        if self._gathered is None:
+            raise RuntimeError("nothing has been kept")
+        return self._gathered[2]
+
+    def snapshot_state(self) -> dict[str, np.ndarray]:
+        """The whole state (a collective: `state()`), which the next `keep` at the same step
+        takes as it is."""
+        self._gathered = (self.steps, self.time, self.state())
+        return self._gathered[2]
 
     def restore(self, state: dict[str, np.ndarray]) -> None:
         """Continue from `state` (a checkpoint of any number of processes): every process

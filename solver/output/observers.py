@@ -1,8 +1,9 @@
 """Observers of a run: at scheduled times they write snapshots (VTK + .pvd and/or .npz) and
 the probes (probes.csv) into the run folder; they never change the state.
 
-A snapshot copies the state to the host (`Simulation.state()`, which the run also keeps as
-its last good state; the snapshot is cut from it) at the output times, on which the run lands.
+A snapshot copies the arrays it is cut from to the host (`Simulation.snapshot_state()`) at the
+output times, on which the run lands; the run keeps the state of each output time on the device
+as its last good one (`Simulation.keep`).
 The probes are sampled on the device by the steps that pass their times (the first step at or
 after each; solver/step_batch.py), and the observers record the samples the run hands them
 (`DeviceProbes.take`).
@@ -116,7 +117,7 @@ class RunObservers:
         """The next output time, on which the run lands."""
         return self.snapshot_schedule.next_time
 
-    def start(self, sim: "Simulation") -> dict[str, np.ndarray] | None:
+    def start(self, sim: "Simulation") -> bool:
         """The outputs at the start of a run: the probes sampled now and the first snapshot
         (see `observe`)."""
         if self._device_probes.names:
@@ -131,30 +132,35 @@ class RunObservers:
             row = self._probes.record(time, values)
             self._writer.submit(partial(self._probes.append, row))
 
-    def observe(self, sim: "Simulation") -> dict[str, np.ndarray] | None:
-        """Hand over to the writer the snapshot due at the simulation's time, if one is.
+    def observe(self, sim: "Simulation") -> bool:
+        """Hand over to the writer the snapshot due at the simulation's time, if one is;
+        whether one was (an output time: the caller keeps the state as the last good one).
 
-        At a snapshot time returns the state copied for the snapshot (`sim.state()`, the only
-        copy of the particles made; the caller keeps it as the last good state), else None.
+        A snapshot copies off the device only the arrays its files hold
+        (`sim.snapshot_state()`); with no snapshot format configured nothing is copied, and
+        the snapshot is only counted.
         """
         if not self.snapshot_schedule.due(sim.time):
-            return None
-        state = sim.state()
-        self._submit_snapshot(state)
-        return state
+            return False
+        if self.cfg.output.vtk or self.cfg.output.npz:
+            self._submit_snapshot(sim.snapshot_state())
+        else:
+            self._count_snapshot(sim.time)
+        return True
 
     def _submit_snapshot(self, state: dict[str, np.ndarray]) -> None:
         """Number the snapshot of `state`, list it in the .pvd, and queue its files."""
         time = float(state["time"])
-        if not self._files:
-            self.snapshots_written += 1
-            self.snapshot_schedule.advance(time)
-            return
-        stem = f"particles_{self.snapshots_written:05d}"
-        listed = self._pvd.record(time, f"{stem}.vtp") if self._pvd is not None else ()
-        needed = {key: state[key] for key in STATE_KEYS}  # the rest is not held for the queue
-        job = partial(self._write_snapshot, stem, needed, listed)
-        self._writer.submit(job, held_bytes(needed.values()))
+        if self._files:
+            stem = f"particles_{self.snapshots_written:05d}"
+            listed = self._pvd.record(time, f"{stem}.vtp") if self._pvd is not None else ()
+            needed = {key: state[key] for key in STATE_KEYS}  # nothing else is held queued
+            job = partial(self._write_snapshot, stem, needed, listed)
+            self._writer.submit(job, held_bytes(needed.values()))
+        self._count_snapshot(time)
+
+    def _count_snapshot(self, time: float) -> None:
+        """Count the snapshot of `time` and move the schedule past it."""
         self.snapshots_written += 1
         self.snapshot_schedule.advance(time)
 

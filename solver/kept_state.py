@@ -1,0 +1,52 @@
+"""The last good state of a run, kept on the simulation's device.
+
+A run keeps the state of its latest output time, so that a numerical failure leaves that state
+in checkpoint.npz. Copying it to the host at every output time cost the GPUs more than the
+output itself (docs/performance.md, "What an output time costs": 22 ms an output time for
+SPHERIC test 2 on the H200, the device idle meanwhile): the copy goes device to device
+instead, a few tens of microseconds, and comes to the host only when a failure needs it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import taichi as ti
+
+
+def _like(array: ti.Ndarray) -> ti.Ndarray:
+    """A new device array of `array`'s shape and element type."""
+    if array.element_shape:
+        return ti.Vector.ndarray(array.element_shape[0], array.dtype, shape=array.shape)
+    return ti.ndarray(array.dtype, shape=array.shape)
+
+
+class KeptState:
+    """Device copies of named arrays and the host scalars that go with them, taken together.
+
+    The copies are allocated at the first `keep`, so a simulation that never keeps (a
+    benchmark, a test stepping by hand) spends no memory on them.
+    """
+
+    def __init__(self) -> None:
+        self._arrays: dict[str, ti.Ndarray] = {}
+        self._scalars: dict[str, np.ndarray] = {}
+
+    @property
+    def empty(self) -> bool:
+        """Whether nothing has been kept yet."""
+        return not self._scalars
+
+    def keep(self, arrays: dict[str, ti.Ndarray], scalars: dict[str, np.ndarray]) -> None:
+        """Copy `arrays` on their device and hold `scalars` (host values, not copied: they
+        must not be changed in place afterwards), replacing what was kept before."""
+        if set(arrays) != set(self._arrays):
+            self._arrays = {name: _like(array) for name, array in arrays.items()}
+        for name, array in arrays.items():
+            self._arrays[name].copy_from(array)
+        self._scalars = dict(scalars)
+
+    def to_host(self) -> dict[str, np.ndarray]:
+        """The kept arrays copied to the host, with the kept scalars."""
+        if self.empty:
+            raise RuntimeError("nothing has been kept")
+        return {name: array.to_numpy() for name, array in self._arrays.items()} | self._scalars
