@@ -2,10 +2,10 @@
 what the device has free, checked before anything large is allocated.
 
 The estimate adds up the same sizes the solver allocates: the particle arrays (their LAYOUT
-table), the copy of them a run keeps as its last good state (solver/kept_state.py), the cell
-grid with its sort and scan scratch, and the time-step reduction, for the
-particle count the scene will have (counted from the lattice, not built). On the CPU backend the
-device is the host's RAM, which also holds the scene's host arrays.
+table), the cell grid with its sort and scan scratch, and the time-step reduction, for the
+particle count the scene will have (counted from the lattice, not built), and apart from them
+the copy of the state a run keeps as its last good one (solver/kept_state.py). On the CPU
+backend the device is the host's RAM, which also holds the scene's host arrays.
 """
 
 from __future__ import annotations
@@ -64,10 +64,14 @@ class MemoryEstimate:
     cells: int
     """Cells of the neighbour grid."""
     device_bytes: int
-    """Bytes of every device array of the run."""
+    """Bytes of every device array the simulation allocates."""
+    kept_bytes: int = 0
+    """Bytes of the copy of its state a run keeps as the last good one (solver/kept_state.py),
+    on the device where it fits, else on the host."""
 
     def bytes_on(self, backend: str) -> int:
-        """What the run needs on `backend`'s memory: the CPU's RAM also holds the scene."""
+        """What the simulation needs on `backend`'s memory: the CPU's RAM also holds the
+        scene."""
         host = self.particles * HOST_SCENE_BYTES if backend == "cpu" else 0
         return self.device_bytes + host
 
@@ -89,15 +93,14 @@ def estimate(cfg: Config) -> MemoryEstimate:
         ParticleArrays.nbytes, capacity, real_bytes, keep_position_prev=symplectic,
         keep_sps_stress=sps,
     )  # fmt: skip
-    kept = arrays(spares=False) + CellGrid.offsets_nbytes(cells)  # the last good state
     device = (
         arrays()
-        + kept
         + CellGrid.nbytes(cells, capacity)
         + SlotMaximum.nbytes(_TIMESTEP_COMPONENTS, real_bytes)
         + batch_nbytes(real_bytes)
     )
-    return MemoryEstimate(particles=capacity, cells=cells, device_bytes=device)
+    kept = arrays(spares=False) + CellGrid.offsets_nbytes(cells)
+    return MemoryEstimate(particles=capacity, cells=cells, device_bytes=device, kept_bytes=kept)
 
 
 def estimate_bytes(cfg: Config, backend: str) -> int:
@@ -205,9 +208,13 @@ def _size(n: int) -> str:
     return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
 
 
-def check_memory(cfg: Config, info: BackendInfo) -> None:
-    """Refuse, before allocating, a run that cannot fit on the backend `info` describes.
+def check_memory(cfg: Config, info: BackendInfo) -> bool:
+    """Refuse, before allocating, a run that cannot fit on the backend `info` describes;
+    return whether the run's last good state is to be kept on the device.
 
+    The kept state (`MemoryEstimate.kept_bytes`) goes on the device where it fits beside the
+    simulation, else on the host (a GPU run then copies its state to the host at every output
+    time, as before 2026-12-03, and says so on stderr); on the CPU both are the same RAM.
     Raises InsufficientMemoryError (exit 2) with what the run needs and what the device has;
     where the free memory cannot be read, says so on stderr and lets the run go on.
     """
@@ -219,6 +226,8 @@ def check_memory(cfg: Config, info: BackendInfo) -> None:
             f"{need.cells:,} grid cells; at most {MAX_INDEX:,} of each fit 32-bit indices; {fix}"
         )
     needed = need.bytes_on(info.name)
+    if info.name == "cpu":
+        needed += need.kept_bytes
     free = available_bytes(info.name)
     if free is None:
         print(
@@ -226,7 +235,15 @@ def check_memory(cfg: Config, info: BackendInfo) -> None:
             f"about {_size(needed)} ({need.particles:,} particles), not checked",
             file=sys.stderr,
         )
-        return
+        return True
+    if info.name != "cpu" and needed <= free < needed + need.kept_bytes:
+        print(
+            f"dambreak run: note: {info.device} has room for the run ({_size(needed)}) but "
+            f"not for a copy of its last good state beside it ({_size(need.kept_bytes)} "
+            "more): the state is kept on the host, copied at every output time",
+            file=sys.stderr,
+        )
+        return False
     if needed > free:
         memory = "RAM" if info.name == "cpu" else "device memory"
         raise InsufficientMemoryError(
@@ -234,3 +251,4 @@ def check_memory(cfg: Config, info: BackendInfo) -> None:
             f"({need.particles:,} particles, {need.cells:,} grid cells) but {info.device} "
             f"has {_size(free)} available; {fix}"
         )
+    return True

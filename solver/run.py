@@ -100,15 +100,18 @@ def run_simulation(
         if backend != "auto":
             check_capabilities(backend, cfg.physics.precision, threads, source=cfg.source)
         info = start_backend(backend, cfg.physics.precision, threads, source=cfg.source)
-        check_memory(cfg, info)  # before the output folder is touched
+        kept_on_device = check_memory(cfg, info)  # before the output folder is touched
         # So is a scene that cannot be built (e.g. all water carved away).
-        return info, build_scene(cfg)
+        return info, build_scene(cfg), kept_on_device
 
     started = wallclock.perf_counter()
-    info, scene = start() if world is None else world.agree(start)  # a failure anywhere ends all
+    # A failure anywhere ends all.
+    info, scene, kept_on_device = start() if world is None else world.agree(start)
 
     # Before the output folder: the decomposed simulation may refuse the case (exit 2).
     sim = Simulation(cfg, scene) if world is None else DistributedSimulation(cfg, world, scene)
+    if not kept_on_device:
+        sim.keep_on_host()
     probes = DeviceProbes(cfg, sim) if world is None else DistributedProbes(cfg, sim)
 
     def prepare() -> None:

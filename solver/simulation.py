@@ -131,7 +131,7 @@ class Simulation:
         self.removal_log = RemovalLog()
         """Where and why the dropped particles left (solver/removal_log.py)."""
         self._kept = KeptState()
-        """The state `keep` kept (solver/kept_state.py)."""
+        """The state `keep` kept (solver/kept_state.py); `keep_on_host` moves it to the host."""
         self._logged = 0
         """`flagged` at the last `log_removals`."""
         self.skin = resolve_skin(cfg)
@@ -642,6 +642,11 @@ class Simulation:
         solver/kept_state.py); `kept_state` brings it to the host."""
         scalars = {"count": np.int64(self.particles.count)} | self._clock_state()
         self._kept.keep(self._carried_arrays(), scalars)
+
+    def keep_on_host(self) -> None:
+        """Have `keep` copy the state to the host instead (where the device has no room for a
+        copy: solver/memory.py `check_memory`)."""
+        self._kept = KeptState(on_device=False)
 
     def kept_state(self) -> dict[str, np.ndarray]:
         """What `state()` returned when `keep` was last called, bit for bit."""

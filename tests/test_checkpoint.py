@@ -211,14 +211,20 @@ def test_restored_simulation_continues_bit_for_bit(
     ],
     ids=["cpu-verlet", "cpu-symplectic", "vulkan-verlet"],
 )
-def test_the_kept_state_is_the_state_when_kept(backend: str, overrides: list[str]) -> None:
+@pytest.mark.parametrize("on_host", [False, True], ids=["on-device", "on-host"])
+def test_the_kept_state_is_the_state_when_kept(
+    backend: str, overrides: list[str], on_host: bool
+) -> None:
     """`keep` after 25 steps, then 20 steps more (without a skin every step sorts, which
     swaps every particle array with its spare, and the steps rewrite them): `kept_state` is
-    `state()` of step 25, bit for bit, every key. `snapshot_state` is `state()` on the keys
-    a snapshot is cut from."""
+    `state()` of step 25, bit for bit, every key, whether kept on the device or on the host
+    (where the device has no room for it). `snapshot_state` is `state()` on the keys a
+    snapshot is cut from."""
     cfg = load_config(QUICK, overrides)
     use_backend(backend, cfg.physics.precision)
     sim = Simulation(cfg)
+    if on_host:  # where the device has no room for the copy (solver/memory.py)
+        sim.keep_on_host()
     for _ in range(25):
         sim.step()
     sim.keep()

@@ -91,9 +91,12 @@ def test_estimate_matches_what_a_simulation_allocates(
         keep_sps_stress=viscosity == "laminar_sps",
     )
     assert allocated_bytes(sim.particles) == particles
-    sim.keep()  # a run keeps its last good state on the device from the start
     actual = allocated_bytes(sim)
     assert abs(need.device_bytes - actual) <= 0.2 * actual, (need.device_bytes, actual)
+    sim.keep()  # a run keeps its last good state on the device from the start
+    kept = allocated_bytes(sim) - actual
+    # an upper bound: the estimate's grid is the GPUs' finer one
+    assert kept <= need.kept_bytes <= 1.2 * kept, (need.kept_bytes, kept)
 
 
 @pytest.mark.parametrize("boundary", ["mdbc", "dbc"])
@@ -119,7 +122,8 @@ def test_a_run_that_cannot_fit_is_refused_with_the_figures(
     err = capsys.readouterr().err
     assert code == 2, err
     assert "Traceback" not in err
-    needed = memory._size(estimate(load_config(STILL_WATER)).bytes_on("cpu"))
+    need = estimate(load_config(STILL_WATER))
+    needed = memory._size(need.bytes_on("cpu") + need.kept_bytes)  # both in RAM on the CPU
     assert f"the run needs about {needed} of RAM" in err
     assert "has 976.6 KiB available" in err
     assert "use a larger particles.dp (now 0.01)" in err
@@ -158,3 +162,25 @@ def test_unknown_free_memory_is_said_and_not_checked(capsys: pytest.CaptureFixtu
 def test_available_ram_is_read() -> None:
     free = memory.available_bytes("cpu")
     assert free is not None and free > 0
+
+
+def test_the_last_good_state_goes_to_the_host_where_the_device_has_no_room(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A GPU with room for the simulation but not for the copy of its state kept beside it:
+    the run goes on with the copy on the host, and says so; with room for both, on the
+    device, silently; the CPU keeps both in the same RAM and needs room for both."""
+    cfg = load_config(STILL_WATER)
+    need = estimate(cfg)
+    gpu = BackendInfo("cuda", "Test GPU", "f32", None, "1.7.4")
+    between = need.bytes_on("cuda") + need.kept_bytes // 2
+    monkeypatch.setattr(memory, "available_bytes", lambda backend: between)
+    assert check_memory(cfg, gpu) is False
+    assert "the state is kept on the host" in capsys.readouterr().err
+    with pytest.raises(InsufficientMemoryError):
+        check_memory(cfg, cpu_info())
+    room = need.bytes_on("cpu") + need.kept_bytes
+    monkeypatch.setattr(memory, "available_bytes", lambda backend: room)
+    assert check_memory(cfg, gpu) is True
+    assert check_memory(cfg, cpu_info()) is True
+    assert capsys.readouterr().err == ""
