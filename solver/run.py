@@ -312,8 +312,8 @@ def _keep_last_good(out_dir: Path, writer: OutputWriter, last_good: Checkpoint) 
     snapshot queued before it; say where the run's good results are.
 
     The last good state is the one of the latest output time or periodic checkpoint,
-    whichever is later, kept on the device (`Simulation.keep`, a device-to-device copy) and
-    copied to the host only now: keeping a copy before every step would cost a copy per
+    whichever is later, kept on the device where it fits (`Simulation.keep`, a device-to-device
+    copy) and copied to the host only now: keeping a copy before every step would cost a copy per
     step, and a host copy at every output time cost the GPUs more than the output itself
     (docs/performance.md).
     """

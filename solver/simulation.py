@@ -639,7 +639,8 @@ class Simulation:
     def keep(self) -> None:
         """Keep the state now, the last good one of a run, as a copy on the device (a copy
         to the host at every output time cost the GPUs more than the output;
-        solver/kept_state.py); `kept_state` brings it to the host."""
+        solver/kept_state.py), or on the host after `keep_on_host`; `kept_state` brings it to
+        the host."""
         scalars = {"count": np.int64(self.particles.count)} | self._clock_state()
         self._kept.keep(self._carried_arrays(), scalars)
 

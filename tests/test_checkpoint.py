@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from conftest import use_backend
 
+from solver import run as run_module
 from solver.backend import reset_taichi
 from solver.cli import build_parser
 from solver.config import load_config
@@ -417,15 +418,21 @@ def test_a_folder_holding_a_run_is_refused(reference: Path, capsys: pytest.Captu
 # --------------------------------------------------------------------------- numerical failure
 
 
+@pytest.mark.parametrize("kept_on_device", [True, False], ids=["kept-on-device", "kept-on-host"])
 def test_forced_nan_stops_with_exit_3_and_keeps_the_last_good_state(
-    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    kept_on_device: bool,
 ) -> None:
     """A NaN put into one fluid particle's velocity before step 31, in the middle of a batch
     of steps launched without a read-back (a skin of 0.1, so that the batch runs from step 26
     to the output time 0.02 s): the device stops the batch at that step, and the run stops
     (exit 3) naming the step, the time and the particle; the snapshots written before stay
     and are finite, no snapshot of the bad state is written, and checkpoint.npz holds the
-    state of the last snapshot, finite."""
+    state of the last snapshot, finite; whether the run kept it on the device or, where the
+    memory check finds no room there (solver/memory.py), on the host."""
+    monkeypatch.setattr(run_module, "check_memory", lambda cfg, info: kept_on_device)
     launch = Simulation._launch_step
     planted_at = []
 

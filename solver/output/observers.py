@@ -2,8 +2,8 @@
 the probes (probes.csv) into the run folder; they never change the state.
 
 A snapshot copies the arrays it is cut from to the host (`Simulation.snapshot_state()`) at the
-output times, on which the run lands; the run keeps the state of each output time on the device
-as its last good one (`Simulation.keep`).
+output times, on which the run lands; the run keeps the state of each output time, on the
+device where it fits, as its last good one (`Simulation.keep`).
 The probes are sampled on the device by the steps that pass their times (the first step at or
 after each; solver/step_batch.py), and the observers record the samples the run hands them
 (`DeviceProbes.take`).
