@@ -22,7 +22,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from solver.output.probes import read_probes  # noqa: E402
 from solver.validation.metrics import DBC_FRONT_BAND_DP, compute_metrics  # noqa: E402
 from solver.validation.run_folder import RunFolder  # noqa: E402
 
@@ -64,7 +63,7 @@ def main() -> None:
     figure.tight_layout()
     figure.savefig(args.out / "energies_front.png", dpi=110)
 
-    probes = {path.name: read_probes(path / "probes.csv") for path in args.runs}
+    probes = {path.name: RunFolder.open(path).probes() for path in args.runs}
     names = list(next(iter(probes.values()))[1])
     if names:
         figure, axes = plt.subplots(len(names), 1, figsize=(8, 2.4 * len(names)), squeeze=False)

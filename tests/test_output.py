@@ -3,6 +3,7 @@ probes.csv (what the probes read is tested in test_probes.py) and the progress l
 
 from __future__ import annotations
 
+import gzip
 import io
 import math
 import os
@@ -301,6 +302,31 @@ def test_read_probes_skips_row_being_written(tmp_path: Path) -> None:
     path.write_text("time,H1\n0.0,0.5\n0.01,0.4")
     times, series = read_probes(path)
     assert times.tolist() == [0.0] and series["H1"].tolist() == [0.5]
+
+
+def test_compressed_probes_read_as_the_csv(tmp_path: Path) -> None:
+    """A stored run keeps probes.csv gzipped (validation/runs): read_probes reads the .gz
+    to the same values, and a run folder holding only probes.csv.gz has those probes."""
+    from solver.config import load_config
+    from solver.validation.run_folder import RunFolder, write_run_folder
+
+    rows = [(0.0, 0.25, 10.0), (0.001, 0.5, -3.5), (0.002, math.nan, 1e-7)]
+    cfg = load_config(Path(__file__).resolve().parents[1] / "configs" / "quick.toml")
+    folder = tmp_path / "run"
+    times = np.array([r[0] for r in rows])
+    series = {"H1": np.array([r[1] for r in rows]), "P1": np.array([r[2] for r in rows])}
+    write_run_folder(folder, cfg, [], probes=(times, series))
+    plain = folder / "probes.csv"
+    expected = read_probes(plain)
+    packed = folder / "probes.csv.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    plain.unlink()
+    for got in (read_probes(packed), RunFolder.open(folder).probes()):
+        np.testing.assert_array_equal(got[0], expected[0])
+        assert list(got[1]) == ["H1", "P1"]
+        for name in got[1]:
+            np.testing.assert_array_equal(got[1][name], expected[1][name])
+    assert RunFolder.open(folder).has_probes
 
 
 # --------------------------------------------------------------------------- progress

@@ -75,6 +75,7 @@ pressure.
 
 from __future__ import annotations
 
+import gzip
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -498,9 +499,15 @@ def read_probes(path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Read probes.csv: the times, and each probe's series by name (in header order).
 
     A last line without its newline is a row still being written and is skipped, so the file
-    can be read while a run appends to it.
+    can be read while a run appends to it. A path ending in .gz is read through gzip (the
+    stored runs of validation/runs keep their probes.csv so).
     """
-    text = Path(path).read_text(encoding="utf-8")
+    path = Path(path)
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8", newline="") as file:
+            text = file.read()
+    else:
+        text = path.read_text(encoding="utf-8")
     lines = text.split("\n")
     # split leaves "" after a final newline, or the unfinished row otherwise: drop either.
     lines = lines[:-1]

@@ -167,14 +167,23 @@ class RunFolder:
             yield self.snapshot(index)
 
     @property
+    def probes_file(self) -> Path | None:
+        """The run's probes.csv, or probes.csv.gz where a stored run keeps it compressed;
+        None if it has neither."""
+        for name in (PROBES_FILE, PROBES_FILE + ".gz"):
+            if (self.path / name).is_file():
+                return self.path / name
+        return None
+
+    @property
     def has_probes(self) -> bool:
-        """Whether the run wrote probes.csv."""
-        return (self.path / PROBES_FILE).is_file()
+        """Whether the run wrote probes.csv (or keeps it compressed)."""
+        return self.probes_file is not None
 
     def probes(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """probes.csv: times and each probe's series by name; empty if the run has none."""
-        file = self.path / PROBES_FILE
-        if not file.is_file():
+        file = self.probes_file
+        if file is None:
             return np.zeros(0), {}
         try:
             return read_probes(file)
