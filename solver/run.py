@@ -212,10 +212,12 @@ def run_simulation(
                 observers.record_probes(probes.take())
                 # An output time keeps the state (see _keep_last_good); probe times copy only
                 # the probes' sums.
-                if observers.observe(sim):
+                output_time = observers.observe(sim)
+                if output_time:
                     keep_last_good()
                 if checkpoints is not None and checkpoints.due(sim.time):
-                    keep_last_good()
+                    if not output_time:  # else kept just now
+                        keep_last_good()
                     submit_checkpoint(capture(sim.kept_state(), kept_outputs))
                     checkpoints.advance(sim.time)
                 if progress is not None:
