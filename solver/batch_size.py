@@ -30,12 +30,13 @@ def batch_size(
     """Kernels to launch, at most `max_steps`, toward a target `remaining` seconds away, with
     `skin_left` of the skin unused; `dt` and `step_reach` are those of the last step that was
     not shortened to land on a target (a shortened one predicts nothing), its time step (0:
-    none yet, so one launch) and how far it could move a particle."""
+    none yet, so one launch) and how far it could move a particle. `skin_left` infinite: the
+    batch's own sorts take the sorts due (solver/batch_sort.py), so they do not end it."""
     if dt <= 0.0:
         return 1
     expected = max_steps
     if math.isfinite(remaining):
         expected = min(expected, math.ceil(remaining / dt) + 1)
-    if step_reach > 0.0:
+    if step_reach > 0.0 and math.isfinite(skin_left):
         expected = min(expected, math.floor(max(skin_left, 0.0) / step_reach) + 1)
     return max(expected, 1)

@@ -84,12 +84,14 @@ def build_verlet_step(
         moved,
         last_probe,
         probes_left,
+        pending,
+        sort_follows,
         points: ti.template(),
         probe_rows: ti.template(),
         stress: ti.template(),
     ):
         """The step's loops; called at a kernel's top level, they stay its parallel loops."""
-        batch.begin(records, k, remaining, dt_prev, moved, last_probe, probes_left)
+        batch.begin(records, k, remaining, dt_prev, moved, last_probe, probes_left, pending)
         live = batch.live_count(records, n)
         if batch.running(records):
             clear_slot(maxima, 1 - slot)  # for the next step (see SlotMaximum)
@@ -120,7 +122,7 @@ def build_verlet_step(
                 density_rate, pressure, removed, dt, span, euler, health, everywhere(),
             )  # fmt: skip
         if batch.running(records):
-            batch.finish(records, k, dt, maxima[slot], health)
+            batch.finish(records, k, dt, maxima[slot], health, sort_follows)
         if ti.static(sampled):
             row = batch.probe_row(records, k)
             radius = support_radius + records[0][MOVED]
@@ -156,13 +158,16 @@ def build_verlet_step(
         moved: float,
         last_probe: float,
         probes_left: float,
+        pending: float,
+        sort_follows: ti.i32,
         points: ti.types.ndarray(ndim=1),
         probe_rows: ti.types.ndarray(ndim=2),
     ):
         step(
             position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
-            records, k, remaining, dt_prev, moved, last_probe, probes_left, points,
+            records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
+            sort_follows, points,
             probe_rows, (),
         )  # fmt: skip
 
@@ -192,6 +197,8 @@ def build_verlet_step(
         moved: float,
         last_probe: float,
         probes_left: float,
+        pending: float,
+        sort_follows: ti.i32,
         points: ti.types.ndarray(ndim=1),
         probe_rows: ti.types.ndarray(ndim=2),
         tau: ti.types.ndarray(ndim=1),
@@ -200,7 +207,8 @@ def build_verlet_step(
         step(
             position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
-            records, k, remaining, dt_prev, moved, last_probe, probes_left, points,
+            records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
+            sort_follows, points,
             probe_rows, (tau, tau_next),
         )  # fmt: skip
 

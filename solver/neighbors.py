@@ -31,6 +31,7 @@ ever missed, even for particles outside the domain. Memory is O(capacity + cells
 """
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import taichi as ti
@@ -205,10 +206,44 @@ def _assign_keys(
         index_by_id[ids[i]] = i
 
 
-def _build_cell_count(num_keys: int):
-    """The kernel filling a grid's keys and offsets (of `num_keys` keys), in one launch;
-    returns the number of live particles."""
+def _build_fill_cells(num_keys: int):
+    """A Taichi function filling a grid's keys and offsets (of `num_keys` keys) for the first
+    n particles, to be called at the top level of a kernel: fill_cells(position, ids,
+    removed, group, n, capacity, lo, inv_cell, dims, key_by_id, index_by_id, cell_offsets,
+    dropped, scratch). n = capacity = 0 (computed on the device) leaves everything as it is."""
     scan = build_scan(num_keys + 1)
+
+    @ti.func
+    def fill_cells(
+        position: ti.template(),
+        ids: ti.template(),
+        removed: ti.template(),
+        group: ti.template(),
+        n,
+        capacity,
+        lo,
+        inv_cell,
+        dims,
+        key_by_id: ti.template(),
+        index_by_id: ti.template(),
+        cell_offsets: ti.template(),
+        dropped: ti.template(),
+        scratch: ti.template(),
+    ):
+        keys = ti.select(capacity > 0, num_keys + 1, 0)
+        _reset(key_by_id, capacity, num_keys, cell_offsets, keys)
+        _assign_keys(
+            position, ids, removed, group, n, lo, inv_cell, dims, num_keys, key_by_id,
+            index_by_id, cell_offsets, dropped,
+        )  # fmt: skip
+        scan(cell_offsets, cell_offsets, keys, scratch)
+
+    return fill_cells
+
+
+def _build_cell_count(num_keys: int, fill_cells):
+    """The kernel running `fill_cells` (see `_build_fill_cells`) over a grid of `num_keys`
+    keys in one launch; returns the number of live particles."""
 
     @ti.kernel
     def cell_count(
@@ -227,12 +262,10 @@ def _build_cell_count(num_keys: int):
         dropped: I32Array,
         scratch: I32Array,
     ) -> ti.i32:
-        _reset(key_by_id, capacity, num_keys, cell_offsets, num_keys + 1)
-        _assign_keys(
-            position, ids, removed, group, n, lo, inv_cell, dims, num_keys, key_by_id,
-            index_by_id, cell_offsets, dropped,
+        fill_cells(
+            position, ids, removed, group, n, capacity, lo, inv_cell, dims, key_by_id,
+            index_by_id, cell_offsets, dropped, scratch,
         )  # fmt: skip
-        scan(cell_offsets, cell_offsets, num_keys + 1, scratch)
         return cell_offsets[num_keys]
 
     return cell_count
@@ -299,7 +332,8 @@ class CellGrid:
         self._one_group: ti.Ndarray | None = None
         self._sort = StableKeySort(cap)
         self._scan_scratch = ti.ndarray(ti.i32, shape=scratch_size(self.num_keys + 1))
-        self._cell_count = _build_cell_count(self.num_keys)
+        self._fill_cells = _build_fill_cells(self.num_keys)
+        self._cell_count = _build_cell_count(self.num_keys, self._fill_cells)
         self._kernel_args = (
             ti.Vector(self.lo.tolist()),
             self.inv_cell,
@@ -371,6 +405,59 @@ class CellGrid:
             self.key_bits,
         )
         return int(kept)
+
+    def build_update_when(self, due: Callable) -> Callable:
+        """`update` as one kernel launch that the device decides: the returned
+        update_when(position, ids, removed, n, group, control) sorts as `update` does when
+        the Taichi function due(control) is true on the device, and changes nothing
+        otherwise. It returns nothing, so the host does not wait for it; it drops nothing
+        either when called where no particle is flagged (the batch's sort,
+        solver/batch_sort.py), so the live count stays n."""
+        fill_cells = self._fill_cells
+        sort = self._sort.sort_func(self.key_bits)
+        capacity = self.capacity
+        lo, inv_cell, dims, _ = self.kernel_args()
+
+        @ti.kernel
+        def update_when(
+            position: ti.types.ndarray(ndim=1),
+            ids: I32Array,
+            removed: I32Array,
+            group: I32Array,
+            n: ti.i32,
+            control: ti.types.ndarray(ndim=1),
+            key_by_id: I32Array,
+            index_by_id: I32Array,
+            cell_offsets: I32Array,
+            dropped: I32Array,
+            scratch: I32Array,
+            sorted_keys: I32Array,
+            order: I32Array,
+            keys_tmp: I32Array,
+            values_tmp: I32Array,
+            histogram: I32Array,
+            sort_scratch: I32Array,
+        ):
+            sorting = due(control)
+            live = ti.select(sorting, n, 0)
+            held = ti.select(sorting, capacity, 0)
+            fill_cells(
+                position, ids, removed, group, live, held, lo, inv_cell, dims, key_by_id,
+                index_by_id, cell_offsets, dropped, scratch,
+            )  # fmt: skip
+            sort(
+                key_by_id, index_by_id, sorted_keys, order, keys_tmp, values_tmp, held,
+                histogram, sort_scratch,
+            )  # fmt: skip
+
+        def launch(position, ids, removed, n: int, group, control) -> None:
+            update_when(
+                position, ids, removed, group, n, control, self.key_by_id, self.index_by_id,
+                self.cell_offsets, self.dropped, self._scan_scratch, self.sorted_keys,
+                self.order, *self._sort.scratch_arrays(),
+            )  # fmt: skip
+
+        return launch
 
 
 @ti.kernel

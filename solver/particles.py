@@ -207,8 +207,8 @@ class ParticleArrays:
 
     def reorder(self, order: ti.Ndarray, n: int) -> None:
         """Apply the permutation `order` (new place -> old index) to the first n particles."""
-        current = [getattr(self, name) for name in STATE]
-        spare = [self._spare[name] for name in STATE]
+        current = self.state_arrays()
+        spare = self.spare_arrays()
         _reorder_state(order, n, *current, *spare)
         for name, now, before in zip(STATE, spare, current, strict=True):
             setattr(self, name, now)
@@ -223,6 +223,14 @@ class ParticleArrays:
             gather(self.tau, self.tau_next, order, n)
             self.swap_stress()
         self.count = n
+
+    def state_arrays(self) -> list[ti.Ndarray]:
+        """The STATE arrays as they are now (a reorder swaps each with its spare)."""
+        return [getattr(self, name) for name in STATE]
+
+    def spare_arrays(self) -> list[ti.Ndarray]:
+        """The spares of the STATE arrays, in the same order."""
+        return [self._spare[name] for name in STATE]
 
     def swap_stress(self) -> None:
         """Make tau_next, just written, the current SPS stress (a no-op without SPS)."""

@@ -12,6 +12,7 @@ import taichi as ti
 
 from solver.backend import running_arch
 from solver.batch_size import batch_size
+from solver.batch_sort import BatchSort, sort_points
 from solver.config import Config
 from solver.counting_region import EVERYWHERE
 from solver.fused_step import build_verlet_step
@@ -52,6 +53,7 @@ from solver.step_batch import (
     PROBE_TIMES,
     PROBES_LEFT,
     REMAINING,
+    SORTED,
     TAKEN,
     V_MAX,
     BatchControl,
@@ -134,6 +136,9 @@ class Simulation:
         """The state `keep` kept (solver/kept_state.py); `keep_on_host` moves it to the host."""
         self._logged = 0
         """`flagged` at the last `log_removals`."""
+        self._flagged_at_sort = 0
+        """`flagged` at the last sort: those flagged since are still in the arrays, waiting
+        for the host's next sort to drop them (solver/batch_sort.py)."""
         self.skin = resolve_skin(cfg)
         # The skin's distance in the device's float type: the device decides with it when a
         # batch stops for a sort, the host whether to sort, from the same `moved` value.
@@ -158,6 +163,11 @@ class Simulation:
             self.probe_points,
             cfg.support_radius,
         )
+        self._batch_sort = (
+            BatchSort(self.grid, self.particles, self._batch_control()) if self.skin > 0 else None
+        )
+        """The sort a batch queues between its steps (solver/batch_sort.py); None without a
+        skin, where every step needs a sort and the host sorts between one-step batches."""
         self._full_step = (0.0, 0.0)
         """The last step not shortened to a target: its dt and how far it could move a
         particle (0: none yet), from which a batch's length is guessed."""
@@ -248,6 +258,7 @@ class Simulation:
         p.removed.fill(0)
         self.moved = 0.0
         self.sorts += 1
+        self._flagged_at_sort = self.flagged
 
     def log_removals(self) -> None:
         """Add the particles flagged since the last call to `removal_log`: before each sort
@@ -365,9 +376,15 @@ class Simulation:
         return int(step % every == every - 1)
 
     def _launch_step(
-        self, k: int, slot: int, remaining: float, probe_clock: tuple[float, float]
+        self,
+        k: int,
+        slot: int,
+        remaining: float,
+        probe_clock: tuple[float, float],
+        sort_follows: bool,
     ) -> None:
-        """Launch step k of a batch (see solver/fused_step.py): no sort, no read-back."""
+        """Launch step k of a batch (see solver/fused_step.py), then the batch's sort if
+        `sort_follows` (solver/batch_sort.py): no read-back."""
         p = self.particles
         stress = self._stress_arrays()
         if k % 2:  # each step taken before this one swaps tau and tau_next
@@ -377,8 +394,11 @@ class Simulation:
             p.pressure, p.kind, p.removed, p.count, self.grid.cell_offsets, p.acceleration,
             p.density_rate, self._maximum.out, slot, self._euler_at(self.steps + k),
             self._health, self._records, k, remaining, self.dt, self.moved, *probe_clock,
-            self.probe_points.points, self.probe_points.rows, *stress,
+            float(self.flagged - self._flagged_at_sort), int(sort_follows), self.probe_points.points,
+            self.probe_points.rows, *stress,
         )  # fmt: skip
+        if sort_follows:
+            self._batch_sort(self._records, stress[::-1])
 
     def _step_batch(
         self,
@@ -395,10 +415,16 @@ class Simulation:
         a step landing on the target counts `until - time` (`remaining` itself when `until` is
         None, for a batch of one step)."""
         self._sort_if_needed()
-        launches = batch_size(max_steps, remaining, self._skin_bound - self.moved, *self._full_step)
+        skin_left = self._skin_bound - self.moved
+        if self._batch_sort is None:
+            launches = batch_size(max_steps, remaining, skin_left, *self._full_step)
+            sorts = set()
+        else:
+            launches = batch_size(max_steps, remaining, math.inf, *self._full_step)
+            sorts = sort_points(launches, skin_left, self._skin_bound, self._full_step[1])
         slots = self._maximum.next_slots(launches)
         for k in range(launches):
-            self._launch_step(k, slots[k], remaining, probe_clock)
+            self._launch_step(k, slots[k], remaining, probe_clock, k in sorts)
         self._count_batch(slots, remaining, until)
         self.probe_rows_filled = True
 
@@ -434,6 +460,7 @@ class Simulation:
             self.dt = dt
             self.time += dt
             self.steps += 1
+            self.sorts += int(record[SORTED])
             passed = int(record[PROBE_TIMES])
             if passed:
                 self.probe_index += passed
@@ -718,3 +745,5 @@ class Simulation:
         # the flags pending in the state are logged at the next sort).
         self.removal_log = RemovalLog(state.get("removal_log"))
         self._logged = int(state.get("logged", len(self.removal_log)))
+        pending = state["particles.removed"][: self.particles.count]
+        self._flagged_at_sort = self.flagged - int(np.count_nonzero(pending))

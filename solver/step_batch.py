@@ -77,10 +77,11 @@ NO_PROBE = -1.0e30
 """LAST_PROBE when there is no probe time to pass (finite: fast math may assume no inf)."""
 PROBE_ROWS = 8
 """Most probe samples one batch holds; the step that fills the last row stops the batch."""
-COLUMNS = 9
-REMAINING, DT_PREV, MOVED, HALTED, TAKEN, LAST_PROBE, PROBES_LEFT, PROBES, SPARE = range(COLUMNS)
+COLUMNS = 10
+(REMAINING, DT_PREV, MOVED, HALTED, TAKEN, LAST_PROBE, PROBES_LEFT, PROBES, PENDING,
+ SPARE) = range(COLUMNS)  # fmt: skip
 """Columns of the control row (row 0)."""
-DT, A_MAX, V_MAX, NONFINITE, FLAGGED, EVENTS, PROBE_TIMES = range(7)
+DT, A_MAX, V_MAX, NONFINITE, FLAGGED, EVENTS, PROBE_TIMES, SORTED = range(8)
 """Columns of a step's record (row 1 + k)."""
 LANDED, SORT_DUE, AT_FLOOR, NONFINITE_STATE, PROBE_ROWS_FULL = 1, 2, 4, 8, 16
 """Bits of EVENTS; a step with any of them stops the batch."""
@@ -104,18 +105,26 @@ class BatchControl(NamedTuple):
     """The Taichi functions a step kernel calls to take part in a batch (see the module)."""
 
     begin: Callable
-    """ti.func (batch, k, remaining, dt_prev, moved, last_probe, probes_left): the first kernel
-    (k = 0) writes the control row; the others leave it as the step before left it."""
+    """ti.func (batch, k, remaining, dt_prev, moved, last_probe, probes_left, pending): the
+    first kernel (k = 0) writes the control row; the others leave it as the step before left
+    it."""
     live_count: Callable
     """ti.func (batch, n) -> n, or 0 once the batch has halted: the particle loops' bound."""
     running: Callable
     """ti.func (batch) -> whether this kernel takes its step (the batch has not halted)."""
     finish: Callable
-    """ti.func (batch, k, dt, maxima row, health): record step k and decide whether it stops
-    the batch."""
+    """ti.func (batch, k, dt, maxima row, health, sort_follows): record step k and decide
+    whether it stops the batch (`sort_follows`: whether the host queued the batch's sort
+    after it, which then takes a sort that falls due instead)."""
     probe_row: Callable
     """ti.func (batch, k) -> the probe row step k fills, or -1: none (the step passed no probe
     time, or was not taken)."""
+    sort_due: Callable
+    """ti.func (batch) -> whether the batch's sort queued after a step sorts: the step was
+    taken and used up the skin (solver/batch_sort.py)."""
+    mark_sorted: Callable
+    """ti.func (batch): after the batch's sort, record it in the last step's record and start
+    the skin bound afresh."""
 
 
 def build_batch_control(
@@ -128,11 +137,12 @@ def build_batch_control(
     interval = probe_interval if probe_interval is not None else 1.0  # unused under NO_PROBE
 
     @ti.func
-    def begin(batch: ti.template(), k, remaining, dt_prev, moved, last_probe, probes_left):
+    def begin(batch: ti.template(), k, remaining, dt_prev, moved, last_probe, probes_left, pending):
         if k == 0:
             batch[0] = ti.Vector(
-                [remaining, dt_prev, moved, 0.0, 0.0, last_probe, probes_left, 0.0, 0.0]
-            )
+                [remaining, dt_prev, moved, 0.0, 0.0, last_probe, probes_left, 0.0, pending,
+                 0.0]
+            )  # fmt: skip
 
     @ti.func
     def running(batch: ti.template()) -> bool:
@@ -143,7 +153,7 @@ def build_batch_control(
         return ti.select(running(batch), n, 0)
 
     @ti.func
-    def finish(batch: ti.template(), k, dt, maxima_row, health: ti.template()):
+    def finish(batch: ti.template(), k, dt, maxima_row, health: ti.template(), sort_follows):
         control = batch[0]
         remaining = control[REMAINING]
         moved = control[MOVED] + _displacement(dt, maxima_row[1], maxima_row[0])
@@ -161,7 +171,9 @@ def build_batch_control(
         probes = control[PROBES] + ti.select(passed > 0, 1.0, 0.0)
         if probes >= PROBE_ROWS:
             events |= PROBE_ROWS_FULL
-        if moved > skin_bound:
+        # Flagged particles wait for the host's sort, which logs them (solver/removal_log.py).
+        pending = control[PENDING] + ti.cast(health[1], float)
+        if moved > skin_bound and (sort_follows == 0 or pending != 0.0):
             events |= SORT_DUE
         if _at_floor(dt, remaining, dt_min):
             events |= AT_FLOOR
@@ -169,12 +181,13 @@ def build_batch_control(
             events |= NONFINITE_STATE
         batch[k + 1] = ti.Vector(
             [dt, maxima_row[0], maxima_row[1], ti.cast(health[0], float),
-             ti.cast(health[1], float), ti.cast(events, float), ti.cast(passed, float), 0.0, 0.0]
+             ti.cast(health[1], float), ti.cast(events, float), ti.cast(passed, float), 0.0,
+             0.0, 0.0]
         )  # fmt: skip
         halted = ti.select(events != 0, 1.0, 0.0)
         batch[0] = ti.Vector(
             [remaining - dt, dt, moved, halted, ti.cast(k + 1, float), control[LAST_PROBE],
-             probes_left, probes, control[SPARE]]
+             probes_left, probes, pending, control[SPARE]]
         )  # fmt: skip
 
     @ti.func
@@ -184,4 +197,13 @@ def build_batch_control(
             row = ti.cast(batch[0][PROBES], int) - 1
         return row
 
-    return BatchControl(begin, live_count, running, finish, probe_row)
+    @ti.func
+    def sort_due(batch: ti.template()) -> bool:
+        return running(batch) and batch[0][MOVED] > skin_bound
+
+    @ti.func
+    def mark_sorted(batch: ti.template()):
+        batch[0][MOVED] = 0.0
+        batch[ti.cast(batch[0][TAKEN], int)][SORTED] = 1.0
+
+    return BatchControl(begin, live_count, running, finish, probe_row, sort_due, mark_sorted)

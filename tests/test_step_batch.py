@@ -1,6 +1,7 @@
 """Batches of Verlet steps launched without a read-back between them (Simulation.advance,
-solver/step_batch.py): they land on their target time, they stop where the host is needed (a
-sort due, a non-finite value) and the later kernels of a stopped batch change nothing.
+solver/step_batch.py): they land on their target time, they sort on the device where the skin
+is used up (solver/batch_sort.py), they stop where the host is needed (a sort that drops
+particles, a non-finite value) and the later kernels of a stopped batch change nothing.
 
 The determinism rule: within one target time, the result does not depend on how the steps are
 split into batches, bit for bit (the device's count of the time left goes on from batch to
@@ -121,41 +122,72 @@ def stale_and_fresh_counts(sim: Simulation, fresh: CellGrid) -> tuple[np.ndarray
     return stale[live][np.argsort(ids[live])], now[np.argsort(ids[order])]
 
 
-def test_a_sort_due_mid_batch_stops_it_and_the_next_batch_sorts(on_cpu: str) -> None:
-    """The dam break with a skin of 0.1 to 0.15 s, outputs every 0.01 s: a batch that leaves
-    the skin used up (moved > skin 2H) stopped at the step that used it up, and the next
-    batch sorts first; no batch sorts otherwise. At every batch end with skin left, the
-    search over the last sort's cells finds exactly the neighbours a fresh grid finds. The run
-    takes the sorts and steps of the host-driven run (separate kernels, the host keeping the
-    skin's books) and agrees with it to 1e-4 of the scale."""
+def test_the_batch_sorts_on_the_device_where_the_skin_is_used_up(on_cpu: str) -> None:
+    """The dam break with a skin of 0.1 to 0.15 s, outputs every 0.01 s: the sorts queued
+    between a batch's steps (solver/batch_sort.py) take the sorts due there, so batches run
+    on to their targets, where the host-sorted batches (no queued sorts) stopped at every
+    sort due; both give the same steps, sorts and state, bit for bit. At every batch end
+    with skin left, the search over the last sort's cells finds exactly the neighbours a
+    fresh grid finds. The run takes the sorts and steps of the host-driven run (separate
+    kernels, the host keeping the skin's books) and agrees with it to 1e-4 of the scale."""
     cfg = load_config(QUICK, SKIN)
-    sim, host = Simulation(cfg), Simulation(cfg)
+    sim, host_sorted, host = Simulation(cfg), Simulation(cfg), Simulation(cfg)
+    host_sorted._batch_sort = None
     host.phase = PhaseTimer()
     bound = sim._skin_bound
     fresh = CellGrid(cfg.domain.min, cfg.domain.max, cfg.support_radius, sim.count)
-    stopped_for_sort = checked = 0
+    batches = host_batches = sorted_in_batch = checked = 0
     for k in range(1, 16):
         until = k * 0.01
         while sim.time < until:
             sorts, due = sim.sorts, sim.moved > bound
             sim.advance(until)
-            assert (sim.sorts > sorts) == due
-            if sim.moved > bound:
-                stopped_for_sort += 1
-                if not sim.landed:  # the batch's last step is the one that used the skin up
-                    before = sim.moved - sim._full_step[1]
-                    assert before <= bound * (1.0 + 1e-5)
-                continue
-            np.testing.assert_array_equal(*stale_and_fresh_counts(sim, fresh))
-            checked += 1
+            batches += 1
+            sorted_in_batch += sim.sorts - sorts - int(due)
+            if sim.moved <= bound:
+                np.testing.assert_array_equal(*stale_and_fresh_counts(sim, fresh))
+                checked += 1
         assert sim.landed and sim.time == until
+        host_batches += run_to(host_sorted, until)
         while host.time < until:
             host.step(until - host.time)
-    assert stopped_for_sort >= 5 and checked >= 10
-    assert sim.sorts == host.sorts >= 6 and sim.steps == host.steps
+    assert sorted_in_batch >= 5 and checked >= 10
+    assert batches < host_batches - 5
+    assert sim.sorts == host_sorted.sorts == host.sorts >= 6
+    assert sim.steps == host_sorted.steps == host.steps
+    got, expected = sim.state(), host_sorted.state()
+    for name in expected:
+        assert got[name].tobytes() == expected[name].tobytes(), name
     for name in ("position", "velocity", "density"):
         a, b = by_id(sim, name), by_id(host, name)
         assert np.abs(a - b).max() <= 1e-4 * np.abs(b).max(), name
+
+
+def test_a_sort_due_with_particles_flagged_stops_the_batch_for_the_host(on_cpu: str) -> None:
+    """A fluid particle put outside the domain is flagged for removal by the next step; the
+    batch's own sorts then leave the sort to the host, which logs the particle before the
+    sort drops it: the run removes it once, logs it where the host-sorted run does, and
+    their states are the same, bit for bit."""
+    cfg = load_config(QUICK, SKIN)
+    sim, host_sorted = Simulation(cfg), Simulation(cfg)
+    host_sorted._batch_sort = None
+    for run in (sim, host_sorted):
+        run_to(run, 0.02)
+        p = run.particles
+        ids, kind = p.id.to_numpy()[: p.count], p.kind.to_numpy()[: p.count]
+        index = np.flatnonzero((ids >= 500) & (kind == ParticleKind.FLUID))[0]
+        position = p.position.to_numpy()
+        position[index] = np.asarray(cfg.domain.max) + 1.0
+        p.position.from_numpy(position)
+        for until in (0.03, 0.04, 0.05):
+            run_to(run, until)
+    assert sim.removed_by_reason() == {"outside_domain": 1, "density_out_of_band": 0}
+    assert len(sim.removal_log) == 1
+    assert sim.removal_log.rows().tobytes() == host_sorted.removal_log.rows().tobytes()
+    assert sim.sorts == host_sorted.sorts
+    got, expected = sim.state(), host_sorted.state()
+    for name in expected:
+        assert got[name].tobytes() == expected[name].tobytes(), name
 
 
 def _plant_nan_at_launch(sim: Simulation, at: int) -> list[int]:
@@ -165,7 +197,9 @@ def _plant_nan_at_launch(sim: Simulation, at: int) -> list[int]:
     launches: list[int] = []
     launch = sim._launch_step
 
-    def launch_with_nan(k: int, slot: int, remaining: float, probe_clock: tuple) -> None:
+    def launch_with_nan(
+        k: int, slot: int, remaining: float, probe_clock: tuple, sort_follows: bool
+    ) -> None:
         if k == at and len(launches) == at:  # in the first batch only
             p = sim.particles
             fluid = np.flatnonzero(p.kind.to_numpy()[: p.count] == ParticleKind.FLUID)
@@ -173,7 +207,7 @@ def _plant_nan_at_launch(sim: Simulation, at: int) -> list[int]:
             velocity[fluid[5]] = np.nan
             p.velocity.from_numpy(velocity)
         launches.append(k)
-        launch(k, slot, remaining, probe_clock)
+        launch(k, slot, remaining, probe_clock, sort_follows)
 
     sim._launch_step = launch_with_nan
     return launches

@@ -83,7 +83,7 @@ def build_step_phases(
         density_prev: ti.template(),
         lagged,
     ):
-        batch.begin(records, 0, remaining, dt_prev, moved, last_probe, probes_left)
+        batch.begin(records, 0, remaining, dt_prev, moved, last_probe, probes_left, 0.0)
         live = batch.live_count(records, n)
         if batch.running(records):
             clear_slot(maxima, 1 - slot)  # for the next step (see SlotMaximum)
@@ -212,7 +212,7 @@ def build_step_phases(
         records: ti.types.ndarray(ndim=1),
     ):
         if batch.running(records):
-            batch.finish(records, 0, records[0][SPARE], maxima[slot], health)
+            batch.finish(records, 0, records[0][SPARE], maxima[slot], health, 0)
 
     return StepPhases(
         phase_interact_sps if interaction.sps else phase_interact, phase_update, phase_finish

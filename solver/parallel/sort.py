@@ -109,24 +109,26 @@ class StableKeySort:
         histogram = histogram_size(capacity, max_digit_bits)
         return 4 * (histogram + scratch_size(histogram) + 2 * capacity)
 
-    def _kernel(self, key_bits: int):
-        """The one-launch sort of keys of key_bits bits (built on first use)."""
-        if key_bits in self._kernels:
-            return self._kernels[key_bits]
+    def sort_func(self, key_bits: int):
+        """The radix sort of keys of key_bits bits as a Taichi function, to be called at the
+        top level of a kernel: radix_sort(keys, values, keys_out, values_out, keys_tmp,
+        values_tmp, n, histogram, scratch), the last four being `scratch_arrays()`. n may be
+        computed on the device (0 sorts nothing); keys_out and values_out are untouched
+        when key_bits needs no pass."""
         passes, digit_bits, chunk = digit_plan(key_bits, self.max_digit_bits)
         scan = build_scan(self._histogram.shape[0])
 
-        @ti.kernel
+        @ti.func
         def radix_sort(
-            keys: I32Array,
-            values: I32Array,
-            keys_out: I32Array,
-            values_out: I32Array,
-            keys_tmp: I32Array,
-            values_tmp: I32Array,
-            n: ti.i32,
-            histogram: I32Array,
-            scratch: I32Array,
+            keys: ti.template(),
+            values: ti.template(),
+            keys_out: ti.template(),
+            values_out: ti.template(),
+            keys_tmp: ti.template(),
+            values_tmp: ti.template(),
+            n,
+            histogram: ti.template(),
+            scratch: ti.template(),
         ):
             chunks = (n + chunk - 1) // chunk
             for p in ti.static(range(passes)):
@@ -145,6 +147,32 @@ class StableKeySort:
                     source_keys, source_values, target_keys, target_values, n, shift,
                     digit_bits, chunk, chunks, histogram,
                 )  # fmt: skip
+
+        return radix_sort
+
+    def scratch_arrays(self) -> tuple[ti.Ndarray, ti.Ndarray, ti.Ndarray, ti.Ndarray]:
+        """(keys_tmp, values_tmp, histogram, scratch): the work arrays `sort_func` takes."""
+        return self._keys_tmp, self._values_tmp, self._histogram, self._scan_scratch
+
+    def _kernel(self, key_bits: int):
+        """The one-launch sort of keys of key_bits bits (built on first use)."""
+        if key_bits in self._kernels:
+            return self._kernels[key_bits]
+        sort = self.sort_func(key_bits)
+
+        @ti.kernel
+        def radix_sort(
+            keys: I32Array,
+            values: I32Array,
+            keys_out: I32Array,
+            values_out: I32Array,
+            keys_tmp: I32Array,
+            values_tmp: I32Array,
+            n: ti.i32,
+            histogram: I32Array,
+            scratch: I32Array,
+        ):
+            sort(keys, values, keys_out, values_out, keys_tmp, values_tmp, n, histogram, scratch)
 
         self._kernels[key_bits] = radix_sort
         return radix_sort

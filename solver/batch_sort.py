@@ -1,0 +1,183 @@
+"""The neighbour sort inside a batch of steps: queued by the host, decided by the device.
+
+A batch of steps (solver/step_batch.py) used to stop at the step that used up the skin, and the
+host then read the batch back, sorted, and launched the next batch. On the H200 a small case
+sorts every 15 steps or so, and at each of those batch ends the device idled while the host
+read back, sorted (the cell count returned the live count: a synchronising launch) and prepared
+the next launches: a third of SPHERIC test 2's run time (docs/performance.md, "Where a small
+case's step goes").
+
+So the host queues the sort itself between the steps of a batch, where it expects one to fall
+due, and the device decides whether it runs: the sort's two launches (`CellGrid`'s cell count
+and radix sort, then the reorder of the state) run their loops over zero particles unless the
+step before used up the skin (`BatchControl.sort_due`), and a step followed by a queued sort
+does not stop the batch for that sort. The decision is the host's own rule, taken on the same
+`moved` value (the skin bound in the device's float type, solver/simulation.py), so the
+particles are sorted after the same steps and into the same order as by the host: the run is
+bitwise the one the host's sorts give, however its steps fall into batches.
+
+Two things stay with the host:
+- a sort that would drop particles flagged for removal: the host logs them first
+  (solver/removal_log.py), so a batch with particles flagged since the last sort stops for
+  the sort as before (the control row's PENDING count); without drops the live count stays
+  the same and the next steps' loop bounds hold;
+- a sort due after a step with no sort queued after it (the guess below was wrong), which
+  stops the batch as before.
+
+The reorder gathers the state into the spare arrays and copies it back, where the host's sort
+swaps the arrays: the steps queued after the sort were launched with the current arrays, so the
+state must stay in them (the copy costs a read and a write of the state, 10 microseconds at
+SPHERIC's size on the H200, against 15 steps of 0.7 ms between sorts).
+
+Where the host queues sorts (`sort_points`): the step k that uses up the skin is expected at
+the skin left over the last full step's reach (as solver/batch_size.py guesses), then every
+skin bound over that reach after each sort; a sort is queued after the expected step and after
+its neighbours on either side, since the reach changes a little from step to step. A queued
+sort that is not due costs the host two launches and the device a few empty tasks.
+"""
+
+import math
+from collections.abc import Callable
+
+import taichi as ti
+
+from solver.neighbors import CellGrid
+from solver.particles import ParticleArrays
+from solver.step_batch import BatchControl
+
+Array = ti.types.ndarray(ndim=1)
+
+WINDOW = 1
+"""Sorts are queued after the expected step and WINDOW steps on either side of it."""
+
+
+def sort_points(launches: int, skin_left: float, skin_bound: float, step_reach: float) -> set[int]:
+    """The steps k (0-based, below `launches`) of a batch after which the host queues a sort:
+    around the step expected to use up the `skin_left` still unused, then around every step
+    expected to use up a whole `skin_bound` after that, at `step_reach` a step (see the
+    module). No reach known yet (0): none, and the first sort due stops the batch."""
+    if step_reach <= 0.0 or skin_bound <= 0.0:
+        return set()
+    first = math.floor(max(skin_left, 0.0) / step_reach)
+    period = math.floor(skin_bound / step_reach) + 1
+    points = set()
+    expected = first
+    while expected - WINDOW < launches:
+        points.update(range(max(expected - WINDOW, 0), min(expected + WINDOW + 1, launches)))
+        expected += period
+    return points
+
+
+def _build_reorder_when(due: Callable, mark_sorted: Callable, sps: bool):
+    """The kernel that reorders the state by the grid's `order` and keeps it in place, when
+    due(control) (see the module), then records the sort with mark_sorted(control)."""
+
+    @ti.func
+    def reorder(
+        order: ti.template(),
+        n,
+        control: ti.template(),
+        state: ti.template(),
+        spare: ti.template(),
+    ):
+        live = ti.select(due(control), n, 0)
+        for i in range(live):
+            k = order[i]
+            for a in ti.static(range(len(state))):
+                spare[a][i] = state[a][k]
+        for i in range(live):
+            for a in ti.static(range(len(state))):
+                state[a][i] = spare[a][i]
+        if due(control):
+            mark_sorted(control)
+
+    @ti.kernel
+    def reorder_when(
+        order: ti.types.ndarray(dtype=ti.i32, ndim=1),
+        n: ti.i32,
+        control: Array,
+        position: Array,
+        velocity: Array,
+        velocity_prev: Array,
+        density: Array,
+        density_prev: Array,
+        pressure: Array,
+        kind: Array,
+        ids: Array,
+        ghost: Array,
+        position_spare: Array,
+        velocity_spare: Array,
+        velocity_prev_spare: Array,
+        density_spare: Array,
+        density_prev_spare: Array,
+        pressure_spare: Array,
+        kind_spare: Array,
+        ids_spare: Array,
+        ghost_spare: Array,
+    ):
+        reorder(
+            order, n, control,
+            (position, velocity, velocity_prev, density, density_prev, pressure, kind, ids,
+             ghost),
+            (position_spare, velocity_spare, velocity_prev_spare, density_spare,
+             density_prev_spare, pressure_spare, kind_spare, ids_spare, ghost_spare),
+        )  # fmt: skip
+
+    @ti.kernel
+    def reorder_when_sps(
+        order: ti.types.ndarray(dtype=ti.i32, ndim=1),
+        n: ti.i32,
+        control: Array,
+        position: Array,
+        velocity: Array,
+        velocity_prev: Array,
+        density: Array,
+        density_prev: Array,
+        pressure: Array,
+        kind: Array,
+        ids: Array,
+        ghost: Array,
+        position_spare: Array,
+        velocity_spare: Array,
+        velocity_prev_spare: Array,
+        density_spare: Array,
+        density_prev_spare: Array,
+        pressure_spare: Array,
+        kind_spare: Array,
+        ids_spare: Array,
+        ghost_spare: Array,
+        tau: Array,
+        tau_spare: Array,
+    ):
+        reorder(
+            order, n, control,
+            (position, velocity, velocity_prev, density, density_prev, pressure, kind, ids,
+             ghost, tau),
+            (position_spare, velocity_spare, velocity_prev_spare, density_spare,
+             density_prev_spare, pressure_spare, kind_spare, ids_spare, ghost_spare,
+             tau_spare),
+        )  # fmt: skip
+
+    return reorder_when_sps if sps else reorder_when
+
+
+class BatchSort:
+    """The sort a batch queues between two of its steps (see the module) for `particles` on
+    `grid`, decided by the batch's control row."""
+
+    def __init__(self, grid: CellGrid, particles: ParticleArrays, batch: BatchControl) -> None:
+        self.grid = grid
+        self.particles = particles
+        self._update_when = grid.build_update_when(batch.sort_due)
+        self._reorder_when = _build_reorder_when(
+            batch.sort_due, batch.mark_sorted, particles.tau is not None
+        )
+
+    def __call__(self, control: ti.Ndarray, stress: tuple) -> None:
+        """Queue the sort after a step of the batch whose control row is `control`; `stress` is
+        (tau as that step left it, its spare) under the SPS closure, else ()."""
+        p, grid = self.particles, self.grid
+        self._update_when(p.position, p.id, p.removed, p.count, p.kind, control)
+        self._reorder_when(
+            grid.order, p.count, control, *p.state_arrays(), *p.spare_arrays(), *stress
+        )
