@@ -27,6 +27,7 @@ if str(ROOT) not in sys.path:
 
 import taichi as ti  # noqa: E402
 
+from solver.batch_sort import BatchSort  # noqa: E402
 from solver.config import load_config  # noqa: E402
 from solver.health import HealthCheck  # noqa: E402
 from solver.neighbors import CellGrid  # noqa: E402
@@ -39,6 +40,7 @@ TIMED = (
     (Simulation, "_step_batch"),
     (Simulation, "_launch_step"),
     (Simulation, "_count_batch"),
+    (BatchSort, "__call__"),
     (Simulation, "_sort"),
     (CellGrid, "update"),
     (DeviceProbes, "take"),

@@ -394,8 +394,8 @@ class Simulation:
             p.pressure, p.kind, p.removed, p.count, self.grid.cell_offsets, p.acceleration,
             p.density_rate, self._maximum.out, slot, self._euler_at(self.steps + k),
             self._health, self._records, k, remaining, self.dt, self.moved, *probe_clock,
-            float(self.flagged - self._flagged_at_sort), int(sort_follows), self.probe_points.points,
-            self.probe_points.rows, *stress,
+            float(self.flagged - self._flagged_at_sort), int(sort_follows),
+            self.probe_points.points, self.probe_points.rows, *stress,
         )  # fmt: skip
         if sort_follows:
             self._batch_sort(self._records, stress[::-1])

@@ -11,8 +11,10 @@ reads back one small array at the end.
 
 The host cannot know in advance where the batch has to stop: at the batch's target time (an
 output time), when a neighbour sort is due (the skin bound `moved` exceeds skin * 2H, see
-Simulation._sort_if_needed), or when the run's health needs the host (a non-finite value, the
-time step at its floor; solver/health.py). The device knows after each step, so it keeps the
+Simulation._sort_if_needed) and the host has not queued the batch's own sort after that step
+(solver/batch_sort.py), or where particles flagged for removal wait for the host's sort, or
+when the run's health needs the host (a non-finite value, the time step at its floor;
+solver/health.py). The device knows after each step, so it keeps the
 batch's bookkeeping in the batch array and, once a step stops the batch, raises its HALTED
 flag: every later kernel of the batch reads the flag and runs its particle loops over zero
 particles, so it changes nothing. The loop bound is read from the array on the device
@@ -50,17 +52,21 @@ The batch array holds MAX_STEPS + 1 rows of COLUMNS floats (the solver's precisi
   then decreased by each step's dt on the device), DT_PREV (the step before, for the Verlet
   span), MOVED (the skin bound since the last sort), HALTED, TAKEN (steps taken so far),
   LAST_PROBE and PROBES_LEFT (see above; LAST_PROBE is NO_PROBE without probes), PROBES (probe
-  rows filled so far) and a SPARE column (solver/distributed/step_phases.py keeps dt there);
+  rows filled so far), PENDING (particles flagged for removal since the last sort, which
+  leave that sort to the host) and a SPARE column (solver/distributed/step_phases.py keeps dt
+  there);
 - row 1 + k, the record of step k of the batch: its DT, A_MAX and V_MAX (the maxima of its
   interaction), the counts of NONFINITE particles and of particles FLAGGED for removal, its
   EVENTS (LANDED, SORT_DUE, AT_FLOOR, NONFINITE_STATE, PROBE_ROWS_FULL: why it stopped the
-  batch) and PROBE_TIMES, how many probe times it passed (0 or 1 unless a step is longer than
-  the probe interval; a step that passes several is sampled once, at its end).
+  batch), PROBE_TIMES, how many probe times it passed (0 or 1 unless a step is longer than
+  the probe interval; a step that passes several is sampled once, at its end), and SORTED, 1
+  when the batch's sort ran after it.
 
 The control row is rewritten by the first kernel of each batch from the host's copies of
-dt_prev, moved, the remaining time and the probe clock (LAST_PROBE, PROBES_LEFT), which the
-host takes from the row read back: the array carries nothing from one batch to the next, so a
-checkpoint needs only those host scalars. Counts are held as floats: exact up to 2^24 particles.
+dt_prev, moved, the remaining time, the probe clock (LAST_PROBE, PROBES_LEFT) and the pending
+removals, which the host takes from the row read back (or, for the removals, counts itself):
+the array carries nothing from one batch to the next, so a checkpoint needs only those host
+scalars. Counts are held as floats: exact up to 2^24 particles.
 """
 
 from collections.abc import Callable
@@ -75,8 +81,10 @@ MAX_STEPS = 64
 """Most steps one batch launches (the rows of the batch array)."""
 NO_PROBE = -1.0e30
 """LAST_PROBE when there is no probe time to pass (finite: fast math may assume no inf)."""
-PROBE_ROWS = 8
-"""Most probe samples one batch holds; the step that fills the last row stops the batch."""
+PROBE_ROWS = MAX_STEPS
+"""Most probe samples one batch holds; the step that fills the last row stops the batch (one
+row a step: only a probe interval shorter than the time step fills them before the batch's
+last step)."""
 COLUMNS = 10
 (REMAINING, DT_PREV, MOVED, HALTED, TAKEN, LAST_PROBE, PROBES_LEFT, PROBES, PENDING,
  SPARE) = range(COLUMNS)  # fmt: skip

@@ -437,7 +437,7 @@ def test_forced_nan_stops_with_exit_3_and_keeps_the_last_good_state(
     planted_at = []
 
     def launch_with_nan(
-        sim: Simulation, k: int, slot: int, remaining: float, probe_clock: tuple
+        sim: Simulation, k: int, slot: int, remaining: float, probe_clock: tuple, sort_follows: bool
     ) -> None:
         if sim.steps + k == 30:
             p = sim.particles
@@ -446,7 +446,7 @@ def test_forced_nan_stops_with_exit_3_and_keeps_the_last_good_state(
             velocity[fluid[0]] = np.nan
             p.velocity.from_numpy(velocity)
             planted_at.append(k)
-        launch(sim, k, slot, remaining, probe_clock)
+        launch(sim, k, slot, remaining, probe_clock, sort_follows)
 
     monkeypatch.setattr(Simulation, "_launch_step", launch_with_nan)
     out = tmp_path / "run"

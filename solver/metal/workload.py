@@ -5,7 +5,8 @@ dtypes, template arguments, compiled-in constants), so the workload calls everyt
 building blocks and the neighbour search through the self-test's checks, then a few steps of
 the quick case for each choice that changes the generated code (smoothing kernel x density
 diffusion; each integrator and each boundary method with each kernel; the laminar + SPS
-viscosity with each integrator), one more step timed phase by phase (the separate
+viscosity with each integrator), the sort a batch queues between its steps, one more step
+timed phase by phase (the separate
 kernels `dambreak bench` times), the benchmarks' neighbour count, and a snapshot of each, which
 runs Taichi's own
 copy kernels (to_numpy, from_numpy, fill) as `dambreak run` does; and the decomposed solver's
@@ -74,6 +75,8 @@ def run_variant(
     sim = Simulation(cfg)
     for _ in range(STEPS):
         sim.step()
+    if sim._batch_sort is not None:  # the sort a batch queues (solver/batch_sort.py)
+        sim._batch_sort(sim._records, sim._stress_arrays())
     sim.phase = PhaseTimer()  # the separate kernels that `dambreak bench` times
     sim.step()
     neighbours_per_particle(sim)
