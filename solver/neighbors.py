@@ -412,11 +412,13 @@ class CellGrid:
         the Taichi function due(control) is true on the device, and changes nothing
         otherwise. It returns nothing, so the host does not wait for it; it drops nothing
         either when called where no particle is flagged (the batch's sort,
-        solver/batch_sort.py), so the live count stays n."""
+        solver/batch_sort.py), so the live count stays n. The grid's lo, inv_cell and dims
+        are kernel arguments as in `update`'s kernel: compiled in as constants, CUDA's
+        fast math folded the cell computation differently and put a few particles in
+        other cells than the host's sort does."""
         fill_cells = self._fill_cells
         sort = self._sort.sort_func(self.key_bits)
         capacity = self.capacity
-        lo, inv_cell, dims, _ = self.kernel_args()
 
         @ti.kernel
         def update_when(
@@ -426,6 +428,9 @@ class CellGrid:
             group: I32Array,
             n: ti.i32,
             control: ti.types.ndarray(ndim=1),
+            lo: ti.math.vec3,
+            inv_cell: float,
+            dims: ti.math.ivec3,
             key_by_id: I32Array,
             index_by_id: I32Array,
             cell_offsets: I32Array,
@@ -452,7 +457,8 @@ class CellGrid:
 
         def launch(position, ids, removed, n: int, group, control) -> None:
             update_when(
-                position, ids, removed, group, n, control, self.key_by_id, self.index_by_id,
+                position, ids, removed, group, n, control, *self._kernel_args[:3],
+                self.key_by_id, self.index_by_id,
                 self.cell_offsets, self.dropped, self._scan_scratch, self.sorted_keys,
                 self.order, *self._sort.scratch_arrays(),
             )  # fmt: skip
