@@ -2,10 +2,12 @@
 
 A batch of steps (solver/step_batch.py) used to stop at the step that used up the skin, and the
 host then read the batch back, sorted, and launched the next batch. On the H200 a small case
-sorts every 15 steps or so, and at each of those batch ends the device idled while the host
-read back, sorted (the cell count returned the live count: a synchronising launch) and prepared
-the next launches: a third of SPHERIC test 2's run time (docs/performance.md, "Where a small
-case's step goes").
+sorts every 15 steps or so, and each of those batch ends was a synchronisation: the host read
+back, sorted (the cell count returned the live count: a synchronising launch) and prepared the
+next launches while the device waited. With the sort queued inside the batch, SPHERIC test 2's
+batches run 44 steps instead of 12, but its run time did not change measurably: the step's
+kernels, not the batch ends, bound it (the device busy 85 to 98 % of the run;
+docs/performance.md, "The sort inside the batch").
 
 So the host queues the sort itself between the steps of a batch, where it expects one to fall
 due, and the device decides whether it runs: the sort's two launches (`CellGrid`'s cell count
@@ -27,7 +29,7 @@ Two things stay with the host:
 The reorder gathers the state into the spare arrays and copies it back, where the host's sort
 swaps the arrays: the steps queued after the sort were launched with the current arrays, so the
 state must stay in them (the copy costs a read and a write of the state, 10 microseconds at
-SPHERIC's size on the H200, against 15 steps of 0.7 ms between sorts).
+SPHERIC's size on the H200, against 15 steps of about 1 ms between sorts).
 
 Where the host queues sorts (`sort_points`): the step k that uses up the skin is expected at
 the skin left over the last full step's reach (as solver/batch_size.py guesses), then every
