@@ -81,9 +81,9 @@ def digit_plan(key_bits: int, max_digit_bits: int = MAX_DIGIT_BITS) -> tuple[int
 
 
 def histogram_size(capacity: int, max_digit_bits: int = MAX_DIGIT_BITS) -> int:
-    """Histogram elements for up to `capacity` keys: a column of 2**bits per 32-element chunk
-    (the smallest chunk `digit_plan` gives)."""
-    return (1 << max_digit_bits) * (-(-max(int(capacity), 1) // 32))
+    """Histogram elements for up to `capacity` keys: 2**bits counts per chunk of
+    max(2**bits, 32) keys (`digit_plan`), at most capacity + 2**bits - 1 whatever the key width."""
+    return max(int(capacity), 1) + (1 << max_digit_bits)
 
 
 class StableKeySort:
