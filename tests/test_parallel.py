@@ -8,7 +8,7 @@ import taichi as ti
 from solver.parallel.gather import gather
 from solver.parallel.reduce import Reducer, SlotMaximum, clear_slot, merge_max
 from solver.parallel.scan import ExclusiveScan
-from solver.parallel.sort import StableKeySort
+from solver.parallel.sort import MAX_DIGIT_BITS, StableKeySort, digit_plan, histogram_size
 
 SCAN_LENGTHS = [0, 1, 7, 8, 9, 31, 32, 33, 1023, 1024, 1025, 3_000_017]
 
@@ -174,3 +174,16 @@ def test_slot_maximum_matches_numpy_and_clears_the_next_slot(on_backend):
         slots.append(slot)
         np.testing.assert_array_equal(maximum.out.to_numpy()[slot], values.max(axis=0))
     assert slots == [0, 1, 0, 1, 0, 1, 0]
+
+
+@pytest.mark.parametrize("key_bits", range(1, 32))
+def test_the_histogram_holds_every_pass_of_every_key_width(key_bits: int) -> None:
+    """The sort's histogram (2**bits counts per chunk of keys, `digit_plan`) fits the array
+    `histogram_size` allocates, for every key width and counts around each chunk boundary."""
+    _, digit_bits, chunk = digit_plan(key_bits)
+    assert digit_bits <= MAX_DIGIT_BITS
+    counts = [1, 2, 31, 32, 33, 255, 256, 257, 4003236, 16_000_003]
+    counts += [k * chunk + d for k in (1, 7, 1000) for d in (-1, 0, 1)]
+    for n in counts:
+        used = (1 << digit_bits) * -(-n // chunk)
+        assert used <= histogram_size(n), (n, used)
