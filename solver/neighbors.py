@@ -419,6 +419,7 @@ class CellGrid:
         fill_cells = self._fill_cells
         sort = self._sort.sort_func(self.key_bits)
         capacity = self.capacity
+        lo, inv_cell, dims, _ = self.kernel_args()
 
         @ti.kernel
         def update_when(
@@ -457,10 +458,9 @@ class CellGrid:
 
         def launch(position, ids, removed, n: int, group, control) -> None:
             update_when(
-                position, ids, removed, group, n, control, *self._kernel_args[:3],
-                self.key_by_id, self.index_by_id,
-                self.cell_offsets, self.dropped, self._scan_scratch, self.sorted_keys,
-                self.order, *self._sort.scratch_arrays(),
+                position, ids, removed, group, n, control, lo, inv_cell, dims,
+                self.key_by_id, self.index_by_id, self.cell_offsets, self.dropped,
+                self._scan_scratch, self.sorted_keys, self.order, *self._sort.scratch_arrays(),
             )  # fmt: skip
 
         return launch
