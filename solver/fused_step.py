@@ -103,6 +103,7 @@ def build_verlet_step(
                     i, position, ghost, density, pressure, removed, lo, inv_cell, dims,
                     cell_offsets,
                 )  # fmt: skip
+        ti.loop_config(block_dim=interaction.block_dim)
         for i in range(interaction.count(live, dims, cell_offsets)):
             interact_particle(
                 i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,

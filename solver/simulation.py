@@ -32,7 +32,7 @@ from solver.particle_kind import ParticleKind
 from solver.particles import STATE, ParticleArrays
 from solver.phase_timer import untimed
 from solver.physics.eos import tait_density, tait_pressure
-from solver.physics.interaction import build_interaction
+from solver.physics.interaction import build_interaction, interaction_block_dim
 from solver.physics.mdbc import build_boundary_density
 from solver.removal_log import RemovalLog
 from solver.scene import Scene, build_scene
@@ -144,7 +144,11 @@ class Simulation:
         # batch stops for a sort, the host whether to sort, from the same `moved` value.
         skin_bound = self.skin * cfg.support_radius
         self._skin_bound = skin_bound if dtype == ti.f64 else float(np.float32(skin_bound))
-        self._interaction = build_interaction(cfg, self.skin)
+        self._interaction = build_interaction(
+            cfg,
+            self.skin,
+            interaction_block_dim(running_arch(), self.scene.count(ParticleKind.FLUID)),
+        )
         self._integrator = build_integrator(cfg)
         self._boundary = (
             build_boundary_density(cfg, self.skin) if cfg.physics.boundary == "mdbc" else None

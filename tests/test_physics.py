@@ -994,6 +994,45 @@ def test_one_launch_verlet_step_computes_what_separate_launches_do(
     assert set(separate.phase.seconds) == phases  # quick.toml runs mDBC
 
 
+@pytest.mark.parametrize("timed", [False, True])
+def test_the_interactions_block_size_changes_no_result(
+    on_backend: str, timed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interaction's loop in GPU blocks of 512 threads (as CUDA runs it in large cases,
+    `interaction_block_dim`) against Taichi's default blocks: each particle's sums are its own
+    thread's, so 20 steps of the quick dam break give the same bits, in the one-launch step
+    and in the separate kernels the benchmarks time. The CPU ignores block sizes; Vulkan (on
+    lavapipe in CI) runs its workgroups at the size asked."""
+    from solver import simulation
+    from solver.phase_timer import PhaseTimer
+
+    cfg = load_config(QUICK)
+    default = Simulation(cfg)
+    monkeypatch.setattr(simulation, "interaction_block_dim", lambda arch, fluid: 512)
+    large = Simulation(cfg)
+    assert large._interaction.block_dim == 512 and default._interaction.block_dim is None
+    if timed:
+        default.phase = large.phase = PhaseTimer()
+    for _ in range(20):
+        default.step()
+        large.step()
+    for name in ("position", "velocity", "density", "acceleration"):
+        a = getattr(default.particles, name).to_numpy()[: default.count]
+        b = getattr(large.particles, name).to_numpy()[: large.count]
+        assert np.array_equal(a, b), name
+
+
+def test_interaction_block_dim_is_large_on_cuda_in_large_cases_only() -> None:
+    """Blocks of LARGE_BLOCK threads on CUDA from LARGE_BLOCK_FLUID fluid particles; Taichi's
+    default (None) below it and on every other backend."""
+    from solver.physics.interaction import LARGE_BLOCK, LARGE_BLOCK_FLUID, interaction_block_dim
+
+    assert interaction_block_dim("cuda", LARGE_BLOCK_FLUID) == LARGE_BLOCK
+    assert interaction_block_dim("cuda", LARGE_BLOCK_FLUID - 1) is None
+    for arch in ("cpu", "vulkan", "metal"):
+        assert interaction_block_dim(arch, 10 * LARGE_BLOCK_FLUID) is None
+
+
 def test_verlet_density_diffusion_reads_the_previous_step(on_backend: str) -> None:
     """On Verlet's leapfrog steps the density diffusion is evaluated on the previous step's
     densities (solver/physics/interaction.py): with the current densities A and the previous
