@@ -147,7 +147,9 @@ class Simulation:
         self._interaction = build_interaction(
             cfg,
             self.skin,
-            interaction_block_dim(running_arch(), self.scene.count(ParticleKind.FLUID)),
+            interaction_block_dim(
+                running_arch(), self.scene.count(ParticleKind.FLUID), cfg.physics.precision
+            ),
         )
         self._integrator = build_integrator(cfg)
         self._boundary = (

@@ -1008,7 +1008,7 @@ def test_the_interactions_block_size_changes_no_result(
 
     cfg = load_config(QUICK)
     default = Simulation(cfg)
-    monkeypatch.setattr(simulation, "interaction_block_dim", lambda arch, fluid: 512)
+    monkeypatch.setattr(simulation, "interaction_block_dim", lambda arch, fluid, precision: 512)
     large = Simulation(cfg)
     assert large._interaction.block_dim == 512 and default._interaction.block_dim is None
     if timed:
@@ -1023,14 +1023,15 @@ def test_the_interactions_block_size_changes_no_result(
 
 
 def test_interaction_block_dim_is_large_on_cuda_in_large_cases_only() -> None:
-    """Blocks of LARGE_BLOCK threads on CUDA from LARGE_BLOCK_FLUID fluid particles; Taichi's
-    default (None) below it and on every other backend."""
+    """Blocks of LARGE_BLOCK threads on CUDA in f32 from LARGE_BLOCK_FLUID fluid particles;
+    Taichi's default (None) below it, in f64 and on every other backend."""
     from solver.physics.interaction import LARGE_BLOCK, LARGE_BLOCK_FLUID, interaction_block_dim
 
-    assert interaction_block_dim("cuda", LARGE_BLOCK_FLUID) == LARGE_BLOCK
-    assert interaction_block_dim("cuda", LARGE_BLOCK_FLUID - 1) is None
+    assert interaction_block_dim("cuda", LARGE_BLOCK_FLUID, "f32") == LARGE_BLOCK
+    assert interaction_block_dim("cuda", LARGE_BLOCK_FLUID - 1, "f32") is None
+    assert interaction_block_dim("cuda", 10 * LARGE_BLOCK_FLUID, "f64") is None
     for arch in ("cpu", "vulkan", "metal"):
-        assert interaction_block_dim(arch, 10 * LARGE_BLOCK_FLUID) is None
+        assert interaction_block_dim(arch, 10 * LARGE_BLOCK_FLUID, "f32") is None
 
 
 def test_verlet_density_diffusion_reads_the_previous_step(on_backend: str) -> None:

@@ -102,9 +102,10 @@ LARGE_BLOCK_FLUID = 1_000_000
 """Fluid particles from which CUDA runs the interaction's loop in blocks of LARGE_BLOCK."""
 
 
-def interaction_block_dim(arch: str, fluid: int) -> int | None:
+def interaction_block_dim(arch: str, fluid: int, precision: str) -> int | None:
     """The GPU block size of the interaction's loop over `fluid` particles on backend `arch`
-    (solver.backend.running_arch's names); None leaves Taichi's default (128 threads).
+    (solver.backend.running_arch's names) in `precision`; None leaves Taichi's default (128
+    threads).
 
     A block's particles are consecutive in the sort, so their candidates overlap, and its
     threads share one multiprocessor's L1 cache. In a copy of the interaction's loop timed on
@@ -112,10 +113,13 @@ def interaction_block_dim(arch: str, fluid: int) -> int | None:
     at rest, with the same results (docs/performance.md, "The interaction in blocks of 512").
     At 80 registers a thread only one such block fits a multiprocessor's registers, so in a small
     case the last wave of blocks leaves most multiprocessors idle: at SPHERIC's 85,400 fluid
-    particles blocks of 512 were 5 % slower. CUDA only: the other backends were not measured
-    (on Metal the largest threadgroup a kernel may have depends on its register use).
+    particles blocks of 512 were 5 % slower. CUDA and f32 only: the other backends were not
+    measured (on Metal the largest threadgroup a kernel may have depends on its register use),
+    nor was f64, whose values take two registers each: a block of 512 leaves a thread 128, and
+    Taichi declares the block size to the CUDA compiler, which spills what does not fit.
     """
-    return LARGE_BLOCK if arch == "cuda" and fluid >= LARGE_BLOCK_FLUID else None
+    large = arch == "cuda" and precision == "f32" and fluid >= LARGE_BLOCK_FLUID
+    return LARGE_BLOCK if large else None
 
 
 def build_interaction(cfg: Config, skin: float = 0.0, block_dim: int | None = None) -> Interaction:
