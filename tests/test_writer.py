@@ -352,7 +352,9 @@ def test_checkpoints_reach_the_disk_after_their_snapshots(
     assert seen == [4, 7, 10]
     assert read_checkpoint(out).observers["snapshots_written"] == 10
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["output_wait_s"] > 0.3  # the loop waited: the writer was behind
+    # The loop waited at the end for the last snapshot's write (0.3 s of sleep), less the few
+    # milliseconds between submitting it and closing the writer: more than half of it.
+    assert summary["output_wait_s"] > 0.15
     assert summary["output_write_s"] > 11 * 0.3
 
 
