@@ -108,19 +108,18 @@ def search_cells(p, radius, lo, inv_cell, dims):
 
 
 @ti.func
-def _slab_gap(coordinate, index, lo, inv_cell, size):
-    """Distance from a coordinate to the slab of cells `index` along one axis.
+def _slab_gap(t, index, size):
+    """Distance, in cells, from t = (coordinate - lo) / cell to the slab of cells `index`
+    along one axis.
 
     The first and last slabs reach to infinity, since clamping files particles outside the
     grid into them.
     """
-    low = lo + index / inv_cell
-    high = lo + (index + 1) / inv_cell
     gap = 0.0
-    if index > 0 and coordinate < low:
-        gap = low - coordinate
-    if index < size - 1 and coordinate > high:
-        gap = coordinate - high
+    if index > 0 and t < index:
+        gap = index - t
+    if index < size - 1 and t > index + 1:
+        gap = t - (index + 1)
     return gap
 
 
@@ -130,18 +129,20 @@ def row_cells(p, radius, cy, cz, lo, inv_cell, dims):
 
     The cells of a row are consecutive numbers, so each block's candidates in them are one
     contiguous range (`block_span`); the row is cut to the part the sphere reaches, and is
-    empty (first == end) for a row the sphere misses entirely.
+    empty (first == end) for a row the sphere misses entirely. Distances are in cells, so a
+    row costs no division.
     """
-    reach = radius * (1.0 + SEARCH_PAD)
-    gy = _slab_gap(p[1], cy, lo[1], inv_cell, dims[1])
-    gz = _slab_gap(p[2], cz, lo[2], inv_cell, dims[2])
+    reach = radius * (1.0 + SEARCH_PAD) * inv_cell
+    t = (p - lo) * inv_cell
+    gy = _slab_gap(t[1], cy, dims[1])
+    gz = _slab_gap(t[2], cz, dims[2])
     rest2 = reach * reach - gy * gy - gz * gz
     first = 0
     end = 0
     if rest2 > 0.0:
         rest = ti.sqrt(rest2)
-        x0 = axis_cell((p[0] - rest - lo[0]) * inv_cell, dims[0])
-        x1 = axis_cell((p[0] + rest - lo[0]) * inv_cell, dims[0])
+        x0 = axis_cell(t[0] - rest, dims[0])
+        x1 = axis_cell(t[0] + rest, dims[0])
         base = (cz * dims[1] + cy) * dims[0]
         first = base + x0
         end = base + x1 + 1
@@ -509,11 +510,13 @@ def count_neighbours(
         if removed[i] == 0:
             x_i = position[i]
             box = search_cells(x_i, search_radius, lo, inv_cell, dims)
-            for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
-                cells = row_cells(x_i, search_radius, cy, cz, lo, inv_cell, dims)
-                for block in ti.static(range(BLOCKS)):
-                    span = block_span(cells, block, dims, cell_offsets)
-                    for j in range(span[0], span[1]):
-                        if j != i and removed[j] == 0 and (x_i - position[j]).norm_sqr() < radius2:
-                            found += 1
+            for cz in range(box[0, 2], box[1, 2] + 1):
+                for cy in range(box[0, 1], box[1, 1] + 1):
+                    cells = row_cells(x_i, search_radius, cy, cz, lo, inv_cell, dims)
+                    for block in ti.static(range(BLOCKS)):
+                        span = block_span(cells, block, dims, cell_offsets)
+                        for j in range(span[0], span[1]):
+                            r2 = (x_i - position[j]).norm_sqr()
+                            if j != i and removed[j] == 0 and r2 < radius2:
+                                found += 1
         counts[i] = found

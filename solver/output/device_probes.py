@@ -62,24 +62,25 @@ def build_point_sums(cfg: "Config") -> Callable:
         boundary_numerator = 0.0
         boundary_denominator = 0.0
         box = search_cells(x, search_radius, lo, inv_cell, dims)
-        for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
-            cells = row_cells(x, search_radius, cy, cz, lo, inv_cell, dims)
-            for block in ti.static(range(BLOCKS)):
-                span = block_span(cells, block, dims, cell_offsets)
-                for j in range(span[0], span[1]):
-                    r2 = (x - position[j]).norm_sqr()
-                    if r2 < support2 and removed[j] == 0:
-                        w = kernel_w(ti.sqrt(r2), h)
-                        m_j = ti.static(mass if block == FLUID_BLOCK else boundary_mass)
-                        weight = w * (m_j / density[j])
-                        if ti.static(block == FLUID_BLOCK):
-                            fluid_numerator += pressure[j] * weight
-                            fluid_denominator += weight
-                            kernel_sum += w
-                            fluid_near += 1
-                        else:
-                            boundary_numerator += pressure[j] * weight
-                            boundary_denominator += weight
+        for cz in range(box[0, 2], box[1, 2] + 1):
+            for cy in range(box[0, 1], box[1, 1] + 1):
+                cells = row_cells(x, search_radius, cy, cz, lo, inv_cell, dims)
+                for block in ti.static(range(BLOCKS)):
+                    span = block_span(cells, block, dims, cell_offsets)
+                    for j in range(span[0], span[1]):
+                        r2 = (x - position[j]).norm_sqr()
+                        if r2 < support2 and removed[j] == 0:
+                            w = kernel_w(ti.sqrt(r2), h)
+                            m_j = ti.static(mass if block == FLUID_BLOCK else boundary_mass)
+                            weight = w * (m_j / density[j])
+                            if ti.static(block == FLUID_BLOCK):
+                                fluid_numerator += pressure[j] * weight
+                                fluid_denominator += weight
+                                kernel_sum += w
+                                fluid_near += 1
+                            else:
+                                boundary_numerator += pressure[j] * weight
+                                boundary_denominator += weight
         return ti.Vector(
             [
                 mass * kernel_sum, fluid_numerator, fluid_denominator, fluid_near,

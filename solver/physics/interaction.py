@@ -195,55 +195,56 @@ def build_interaction(cfg: Config, skin: float = 0.0, block_dim: int | None = No
         active = removed[i] == 0 and (fluid_i or ti.static(boundary_rates))
         if active:
             box = search_cells(x_i, search_radius, lo, inv_cell, dims)
-            for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
-                cells = row_cells(x_i, search_radius, cy, cz, lo, inv_cell, dims)
-                # The fluid block, then the boundary block (fluid i only): the pair terms of
-                # each kind of neighbour are compiled apart, with no kind tested per candidate.
-                for block in ti.static(range(BLOCKS)):
-                    fluid_j = ti.static(block == FLUID_BLOCK)
-                    mass = ti.static(fluid_mass if fluid_j else boundary_mass)  # m_j
-                    span = block_span(cells, block, dims, cell_offsets)
-                    if ti.static(not fluid_j) and not fluid_i:
-                        span[1] = span[0]
-                    for j in range(span[0], span[1]):
-                        r_ij = x_i - position[j]
-                        r2 = r_ij.norm_sqr()
-                        if r2 < support2 and j != i and removed[j] == 0:
-                            f = gradient_factor(ti.sqrt(r2), h)
-                            grad = r_ij * f
-                            v_ij = v_i - velocity[j]
-                            rate += mass * v_ij.dot(grad)
-                            if fluid_i:
-                                rho_j = density[j]
-                                v_dot_r = v_ij.dot(r_ij)
-                                pressure_term = (p_i + pressure[j]) / (rho_i * rho_j)
-                                if ti.static(laminar_sps):
-                                    acc -= mass * pressure_term * grad
-                                    acc += v_ij * laminar_factor(
-                                        r2 * f, r2, rho_i + rho_j, mass, nu, eta2
-                                    )
-                                    stress_j = symmetric_matrix(stress[0][j])
-                                    acc += mass * (stress_i + stress_j) @ grad
-                                    grad_v -= (mass / rho_j) * v_ij.outer_product(grad)
-                                else:
-                                    pi_ij = monaghan_pi(
-                                        v_dot_r, r2, 0.5 * (rho_i + rho_j), h, eta2, alpha, c0
-                                    )
-                                    acc -= mass * (pressure_term + pi_ij) * grad
-                                visc = ti.max(visc, ti.abs(v_dot_r) / (r2 + eta2))
-                                if ti.static(diffusion != "none" and fluid_j):
-                                    rho_diffused_j = rho_j
-                                    if lagged:
-                                        rho_diffused_j = density_prev[j]
-                                    difference = rho_diffused_j - rho_diffused_i
-                                    if ti.static(diffusion == "fourtakas"):
-                                        difference -= hydrostatic_density_difference(
-                                            -gravity.dot(r_ij), rho0, b, gamma
+            for cz in range(box[0, 2], box[1, 2] + 1):
+                for cy in range(box[0, 1], box[1, 1] + 1):
+                    cells = row_cells(x_i, search_radius, cy, cz, lo, inv_cell, dims)
+                    # The fluid block, then the boundary block (fluid i only): the pair terms of
+                    # each kind of neighbour are compiled apart, with no kind tested per candidate.
+                    for block in ti.static(range(BLOCKS)):
+                        fluid_j = ti.static(block == FLUID_BLOCK)
+                        mass = ti.static(fluid_mass if fluid_j else boundary_mass)  # m_j
+                        span = block_span(cells, block, dims, cell_offsets)
+                        if ti.static(not fluid_j) and not fluid_i:
+                            span[1] = span[0]
+                        for j in range(span[0], span[1]):
+                            r_ij = x_i - position[j]
+                            r2 = r_ij.norm_sqr()
+                            if r2 < support2 and j != i and removed[j] == 0:
+                                f = gradient_factor(ti.sqrt(r2), h)
+                                grad = r_ij * f
+                                v_ij = v_i - velocity[j]
+                                rate += mass * v_ij.dot(grad)
+                                if fluid_i:
+                                    rho_j = density[j]
+                                    v_dot_r = v_ij.dot(r_ij)
+                                    pressure_term = (p_i + pressure[j]) / (rho_i * rho_j)
+                                    if ti.static(laminar_sps):
+                                        acc -= mass * pressure_term * grad
+                                        acc += v_ij * laminar_factor(
+                                            r2 * f, r2, rho_i + rho_j, mass, nu, eta2
                                         )
-                                    rate += diffusion_pair_term(
-                                        difference, r2, f, rho_diffused_j, mass, h, c0, delta,
-                                        eta2,
-                                    )  # fmt: skip
+                                        stress_j = symmetric_matrix(stress[0][j])
+                                        acc += mass * (stress_i + stress_j) @ grad
+                                        grad_v -= (mass / rho_j) * v_ij.outer_product(grad)
+                                    else:
+                                        pi_ij = monaghan_pi(
+                                            v_dot_r, r2, 0.5 * (rho_i + rho_j), h, eta2, alpha, c0
+                                        )
+                                        acc -= mass * (pressure_term + pi_ij) * grad
+                                    visc = ti.max(visc, ti.abs(v_dot_r) / (r2 + eta2))
+                                    if ti.static(diffusion != "none" and fluid_j):
+                                        rho_diffused_j = rho_j
+                                        if lagged:
+                                            rho_diffused_j = density_prev[j]
+                                        difference = rho_diffused_j - rho_diffused_i
+                                        if ti.static(diffusion == "fourtakas"):
+                                            difference -= hydrostatic_density_difference(
+                                                -gravity.dot(r_ij), rho0, b, gamma
+                                            )
+                                        rate += diffusion_pair_term(
+                                            difference, r2, f, rho_diffused_j, mass, h, c0, delta,
+                                            eta2,
+                                        )  # fmt: skip
         a_norm = 0.0
         v_norm = 0.0
         if fluid_i and active:

@@ -124,21 +124,22 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         moments = ti.Matrix.zero(float, 4, 4)
         rhs = ti.Vector.zero(float, 4)
         box = search_cells(x_g, search_radius, lo, inv_cell, dims)
-        for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
-            cells = row_cells(x_g, search_radius, cy, cz, lo, inv_cell, dims)
-            span = block_span(cells, FLUID_BLOCK, dims, cell_offsets)  # the fluid alone
-            for j in range(span[0], span[1]):
-                r = x_g - position[j]
-                r2 = r.norm_sqr()
-                if r2 < support2 and removed[j] == 0:
-                    distance = ti.sqrt(r2)
-                    w = kernel_w(distance, h)
-                    grad = r * (kernel_f(distance, h) * h)  # h grad_g W_gj
-                    row = ti.Vector([w, grad[0], grad[1], grad[2]])
-                    toward = -r * inv_h  # (x_j - x_g) / h
-                    column = ti.Vector([1.0, toward[0], toward[1], toward[2]])
-                    moments += (row * (mass / density[j])).outer_product(column)
-                    rhs += row * mass
+        for cz in range(box[0, 2], box[1, 2] + 1):
+            for cy in range(box[0, 1], box[1, 1] + 1):
+                cells = row_cells(x_g, search_radius, cy, cz, lo, inv_cell, dims)
+                span = block_span(cells, FLUID_BLOCK, dims, cell_offsets)  # the fluid alone
+                for j in range(span[0], span[1]):
+                    r = x_g - position[j]
+                    r2 = r.norm_sqr()
+                    if r2 < support2 and removed[j] == 0:
+                        distance = ti.sqrt(r2)
+                        w = kernel_w(distance, h)
+                        grad = r * (kernel_f(distance, h) * h)  # h grad_g W_gj
+                        row = ti.Vector([w, grad[0], grad[1], grad[2]])
+                        toward = -r * inv_h  # (x_j - x_g) / h
+                        column = ti.Vector([1.0, toward[0], toward[1], toward[2]])
+                        moments += (row * (mass / density[j])).outer_product(column)
+                        rhs += row * mass
         rho = rho0
         if moments[0, 0] > 0.0:
             if ti.abs(moments.determinant()) >= DETERMINANT_LIMIT:

@@ -178,15 +178,16 @@ def collect_neighbours(
     for i in range(n):
         box = search_cells(position[i], search, lo, inv_cell, dims)
         count = 0
-        for cz, cy in ti.ndrange((box[0, 2], box[1, 2] + 1), (box[0, 1], box[1, 1] + 1)):
-            cells = row_cells(position[i], search, cy, cz, lo, inv_cell, dims)
-            for block in ti.static(range(BLOCKS)):
-                span = block_span(cells, block, dims, cell_offsets)
-                for j in range(span[0], span[1]):
-                    if j != i and (position[i] - position[j]).norm_sqr() < radius * radius:
-                        if count < MAX_NEIGHBOURS:
-                            neighbours[i, count] = j
-                        count += 1
+        for cz in range(box[0, 2], box[1, 2] + 1):
+            for cy in range(box[0, 1], box[1, 1] + 1):
+                cells = row_cells(position[i], search, cy, cz, lo, inv_cell, dims)
+                for block in ti.static(range(BLOCKS)):
+                    span = block_span(cells, block, dims, cell_offsets)
+                    for j in range(span[0], span[1]):
+                        if j != i and (position[i] - position[j]).norm_sqr() < radius * radius:
+                            if count < MAX_NEIGHBOURS:
+                                neighbours[i, count] = j
+                            count += 1
         counts[i] = count
 
 
