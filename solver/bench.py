@@ -29,8 +29,7 @@ import taichi as ti
 from solver.backend import BACKEND_CHOICES, BackendError, check_capabilities, start_backend
 from solver.config import Config, ConfigError, load_config
 from solver.memory import available_bytes, estimate
-from solver.neighbors import count_neighbours
-from solver.parallel.reduce import Reducer
+from solver.neighbour_count import neighbours_per_particle
 from solver.particle_kind import ParticleKind
 from solver.phase_timer import PhaseTimer, untimed
 from solver.scene import particle_count_bound
@@ -102,23 +101,6 @@ def dp_for_particles(cfg: Config, target: int) -> float:
 
 def _with_dp(cfg: Config, dp: float) -> Config:
     return replace(cfg, dp=dp)
-
-
-def neighbours_per_particle(sim: Simulation) -> float:
-    """Neighbours within the support per live particle, now (the cells of the last sort,
-    searched as far as the interaction searches)."""
-    p = sim.particles
-    reducer = Reducer(max(p.count, 1))
-    counts = ti.ndarray(ti.f32, shape=max(p.count, 1))
-    lo, inv_cell, dims, offsets = sim.grid.kernel_args()
-    radius = sim.cfg.support_radius
-    count_neighbours(
-        p.position, p.removed, p.count, radius, radius * (1.0 + sim.skin), lo, inv_cell, dims,
-        offsets, counts,
-    )  # fmt: skip
-    total = ti.ndarray(ti.f32, shape=1)
-    reducer.sum(counts, p.count, total)
-    return float(total.to_numpy()[0]) / max(p.count, 1)
 
 
 class _StepProgress:

@@ -29,6 +29,7 @@ from solver.distributed.world import MpiUnavailableError, World, join_world
 from solver.health import HealthCheck, HealthLimits, NumericalFailureError
 from solver.interrupt import RunInterruptedError, StopRequest
 from solver.memory import check_memory
+from solver.neighbour_count import NeighbourTally, neighbours_per_particle
 from solver.output.checkpoint import Checkpoint, CheckpointError, read_checkpoint, write_checkpoint
 from solver.output.device_probes import DeviceProbes
 from solver.output.files import (
@@ -188,12 +189,18 @@ def run_simulation(
     first_step_s = 0.0
     particle_steps = 0
     steps_here = 0
+    # Neighbours counted at the output times (one kernel each), for the run's neighbour
+    # interactions per second; not in a distributed run, whose ranks hold slabs.
+    neighbours = NeighbourTally() if world is None else None
+    counted_at_step = sim.steps
     loop_started = wallclock.perf_counter()
     with stop.installed(), handover():
         try:
             if resume is None:
                 observers.start(sim)
             keep_last_good()
+            if neighbours is not None:
+                neighbours.add(neighbours_per_particle(sim), 0)
             while sim.time < end and not stopping():
                 step_started = wallclock.perf_counter()
                 steps_before = sim.steps
@@ -215,6 +222,9 @@ def run_simulation(
                 output_time = observers.observe(sim)
                 if output_time:
                     keep_last_good()
+                    if neighbours is not None:
+                        neighbours.add(neighbours_per_particle(sim), sim.steps - counted_at_step)
+                        counted_at_step = sim.steps
                 if checkpoints is not None and checkpoints.due(sim.time):
                     if not output_time:  # else kept just now
                         keep_last_good()
@@ -272,6 +282,7 @@ def run_simulation(
         "wall_time_s": wallclock.perf_counter() - started,
         "compile_time_s": first_step_s,
         "particle_steps_per_second": particle_steps / steady_s if steps_here > 1 else 0.0,
+        "neighbours_per_particle": neighbours.mean if neighbours is not None else None,
         "mass_initial": sim.initial_fluid * cfg.particle_mass,
         "mass_final": fluid_end * cfg.particle_mass,
         "removed": sum(removed_by_reason.values()),
@@ -285,6 +296,11 @@ def run_simulation(
         "resumed_at_step": resume.steps if resume is not None else None,
         "ranks": world.size if world is not None else 1,
     }
+    summary["neighbour_interactions_per_second"] = (
+        summary["particle_steps_per_second"] * summary["neighbours_per_particle"]
+        if summary["neighbours_per_particle"] is not None
+        else None
+    )
     if world is not None:
         summary["decomposition"] = sim.decomposition()
         exchange_s = float(world.max(np.array([sim.exchange_s]))[0])
@@ -302,11 +318,18 @@ def run_simulation(
         f"done: {sim.steps} steps to t = {sim.time:.4g} s "
         f"in {format_duration(summary['wall_time_s'])}"
         f" (compile {first_step_s:.1f} s), {summary['particle_steps_per_second']:.3g} "
-        f"particle-steps/s, {summary['removed']} removed, {writer.waited_s:.1f} s waiting on "
+        f"particle-steps/s{_interactions(summary)}, {summary['removed']} removed, "
+        f"{writer.waited_s:.1f} s waiting on "
         f"output; "
         f"output in {out_dir}"
     )
     return summary
+
+
+def _interactions(summary: dict) -> str:
+    """' (N neighbour interactions/s)' for the summary line, or '' where not counted."""
+    rate = summary["neighbour_interactions_per_second"]
+    return f" ({rate:.3g} neighbour interactions/s)" if rate else ""
 
 
 def _keep_last_good(out_dir: Path, writer: OutputWriter, last_good: Checkpoint) -> str:

@@ -198,10 +198,42 @@ def test_summary_has_every_key(quick_run: Run) -> None:
     assert saved["mass_final"] == saved["mass_initial"]
     assert saved["removed"] == 0
     assert saved["snapshots"] == len(quick_run.snapshots)
+
     # The loop waited on the background writer for part of its time at most; the writer
     # wrote something.
     assert 0.0 <= saved["output_wait_s"] < saved["wall_time_s"]
     assert 0.0 < saved["output_write_s"] < saved["wall_time_s"]
+
+
+def _neighbours_per_particle(position: np.ndarray, radius: float) -> float:
+    """Pairs closer than `radius`, counted from both ends, per particle (brute force)."""
+    x = position.astype(np.float64)
+    total = 0
+    for start in range(0, len(x), 1024):
+        d2 = ((x[start : start + 1024, None, :] - x[None, :, :]) ** 2).sum(axis=2)
+        total += int(np.count_nonzero(d2 < radius * radius)) - len(d2)  # not i with itself
+    return total / len(x)
+
+
+def test_summary_counts_the_neighbours_of_the_run(quick_run: Run) -> None:
+    """summary.json's neighbours per particle is the run's mean, from counts at its output
+    times weighted by the steps between them (trapezoids), as a brute-force count of every
+    snapshot gives it; its neighbour interactions per second are that times particle-steps."""
+    counts = [
+        _neighbours_per_particle(snap.position, quick_run.cfg.support_radius)
+        for snap in quick_run.snapshots
+    ]
+    steps = [snap.step for snap in quick_run.snapshots]
+    weighted = sum(
+        (steps[k] - steps[k - 1]) * 0.5 * (counts[k - 1] + counts[k]) for k in range(1, len(steps))
+    )
+    expected = weighted / (steps[-1] - steps[0])
+    summary = quick_run.summary
+    assert 30 < expected < 200
+    assert summary["neighbours_per_particle"] == pytest.approx(expected, rel=1e-3)
+    assert summary["neighbour_interactions_per_second"] == pytest.approx(
+        summary["particle_steps_per_second"] * summary["neighbours_per_particle"]
+    )
 
 
 def test_pvd_lists_every_snapshot_with_its_time(quick_run: Run) -> None:

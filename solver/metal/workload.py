@@ -17,10 +17,10 @@ f64 on Metal before anything is compiled (solver.backend.CAPABILITIES).
 
 from collections.abc import Callable
 
-from solver.bench import neighbours_per_particle
 from solver.config import load_config
 from solver.distributed.simulation import DistributedSimulation
 from solver.distributed.world import World
+from solver.neighbour_count import neighbours_per_particle
 from solver.phase_timer import PhaseTimer
 from solver.physics.smoothing_kernels import KERNEL_NAMES
 from solver.selftest.blocks import BLOCK_CHECKS
