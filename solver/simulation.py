@@ -583,7 +583,8 @@ class Simulation:
 
     def advance(self, until: float, max_steps: int = MAX_STEPS) -> None:
         """Take up to `max_steps` steps toward simulated time `until`, landing on it exactly,
-        with no read-back between steps where the scheme allows (Verlet, see `_batched`).
+        with no read-back between steps where the scheme allows (Verlet, see `_batched`); a
+        batch takes at most MAX_STEPS, the rows of its records (solver/step_batch.py).
 
         Returns early, after the step concerned, when a step lands on `until`, when a sort
         is due (the next call sorts first), when the run's health needs a look (a
@@ -604,7 +605,7 @@ class Simulation:
                 if self.landed or self.nonfinite or self.at_dt_floor:
                     return
             return
-        self._step_batch(*self._target(until), until, max_steps)
+        self._step_batch(*self._target(until), until, min(max_steps, MAX_STEPS))
 
     def snapshot(self) -> Snapshot:
         """The live particles now, with pressure from the current density."""

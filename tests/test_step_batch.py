@@ -10,6 +10,7 @@ rounded afresh from the host's f64 time at every step), only the steps that land
 differ, by float32 rounding of the time left, so those runs agree to rounding.
 """
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from solver.neighbors import CellGrid, count_neighbours
 from solver.particle_kind import ParticleKind
 from solver.phase_timer import PhaseTimer
 from solver.simulation import Simulation
+from solver.step_batch import MAX_STEPS
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ROOT / "configs" / "quick.toml"
@@ -67,6 +69,25 @@ def test_advance_lands_on_its_targets_whatever_the_batch_size(on_backend: str) -
     shift = np.abs(by_id(batched, "position") - by_id(stepped, "position")).max()
     assert shift < 1e-5 * cfg.dp
     np.testing.assert_allclose(by_id(batched, "density"), by_id(stepped, "density"), rtol=1e-5)
+
+
+def test_a_batch_asked_for_more_steps_than_its_records_takes_max_steps(on_cpu: str) -> None:
+    """advance() asked for more steps than a batch has record rows (`dambreak bench` asks for
+    all its timed steps at once) takes MAX_STEPS at most and counts every step it took: the
+    state after 150 steps asked for 200 at a time is bitwise that of batches of 64."""
+    cfg = load_config(QUICK, SKIN)
+    states = []
+    for asked in (200, MAX_STEPS):
+        sim = Simulation(cfg)
+        while sim.steps < 150:
+            before = sim.steps
+            sim.advance(math.inf, min(asked, 150 - sim.steps))
+            assert sim.steps - before <= MAX_STEPS
+        states.append((sim.steps, sim.time, sim.sorts, by_id(sim, "position")))
+    (steps_a, time_a, sorts_a, x_a), (steps_b, time_b, sorts_b, x_b) = states
+    assert steps_a == steps_b == 150
+    assert (time_a, sorts_a) == (time_b, sorts_b)
+    assert np.array_equal(x_a, x_b)
 
 
 def test_batches_carry_the_sps_stress(on_cpu: str) -> None:
