@@ -41,11 +41,12 @@ sort that is not due costs the host two launches and the device a few empty task
 import math
 from collections.abc import Callable
 
+import numpy as np
 import taichi as ti
 
 from solver.neighbors import CellGrid
 from solver.particles import ParticleArrays
-from solver.step_batch import BatchControl
+from solver.step_batch import HALTED, BatchControl, allocate_batch
 
 Array = ti.types.ndarray(ndim=1)
 
@@ -174,6 +175,18 @@ class BatchSort:
         self._reorder_when = _build_reorder_when(
             batch.sort_due, batch.mark_sorted, particles.tau is not None
         )
+
+    def compile(self, like: ti.Ndarray, stress: tuple) -> None:
+        """Compile the sort's kernels now, sorting nothing: they are launched with the control
+        row of a halted batch (a fresh batch array like `like`), on which `sort_due` is false,
+        so they change nothing, as a queued sort that is not due changes nothing. `dambreak
+        bench` calls this before its timed steps, whose first queued sort would otherwise
+        compile them (seconds on the CPU, and a device idle meanwhile on small GPU cases)."""
+        rows = np.zeros_like(like.to_numpy())
+        rows[0, HALTED] = 1.0
+        halted = allocate_batch(like.dtype)
+        halted.from_numpy(rows)
+        self(halted, stress)
 
     def __call__(self, control: ti.Ndarray, stress: tuple) -> None:
         """Queue the sort after a step of the batch whose control row is `control`; `stress` is

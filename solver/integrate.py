@@ -81,6 +81,12 @@ def cfl_time_step(
     return max(cfl * min(force_limit, wave_limit), dt_min)
 
 
+NO_LIMIT = 1.0e30
+"""The limit of a step that has none (`Simulation.step()`, `dambreak bench`'s endless run):
+finite, as CUDA's fast math may assume no value is infinite (a limit of inf broke the batches
+on the H200)."""
+
+
 def lands_on_limit(dt: float, dt_limit: float) -> bool:
     """Whether a step of dt, taken under the limit dt_limit, ends on the limit.
 

@@ -17,6 +17,7 @@ from solver.config import Config
 from solver.counting_region import EVERYWHERE
 from solver.fused_step import build_verlet_step
 from solver.integrate import (
+    NO_LIMIT,
     REMOVED_DENSITY,
     REMOVED_OUTSIDE,
     at_time_step_floor,
@@ -528,6 +529,7 @@ class Simulation:
 
     def _step(self, dt_limit: float) -> None:
         """`step`, adding to the probe times passed so far."""
+        dt_limit = min(dt_limit, NO_LIMIT)
         if self._batched:
             self._step_batch(dt_limit, (NO_PROBE, 0.0), None, 1)
             self._pass_probe_times()
@@ -574,7 +576,7 @@ class Simulation:
         if until == self._until:
             return self._remaining, self._probe_clock
         if self.probe_interval is None or not math.isfinite(until):
-            return until - self.time, (NO_PROBE, 0.0)
+            return min(until, NO_LIMIT) - self.time, (NO_PROBE, 0.0)
         last = math.floor(until / self.probe_interval * (1.0 + 1e-9))
         last_probe = max(until - last * self.probe_interval, 0.0)
         if last_probe <= 1e-9 * until:
@@ -677,6 +679,12 @@ class Simulation:
         the host."""
         scalars = {"count": np.int64(self.particles.count)} | self._clock_state()
         self._kept.keep(self._carried_arrays(), scalars)
+
+    def compile_batch_sort(self) -> None:
+        """Compile the sort a batch queues (solver/batch_sort.py), changing nothing; without a
+        skin there is none."""
+        if self._batch_sort is not None:
+            self._batch_sort.compile(self._records, self._stress_arrays())
 
     def keep_on_host(self) -> None:
         """Have `keep` copy the state to the host instead (where the device has no room for a
