@@ -83,8 +83,8 @@ def cfl_time_step(
 
 NO_LIMIT = 1.0e30
 """The limit of a step that has none (`Simulation.step()`, `dambreak bench`'s endless run):
-finite, as CUDA's fast math may assume no value is infinite (a limit of inf broke the batches
-on the H200)."""
+finite, as CUDA's fast math may assume that no value is infinite (see NO_PROBE,
+solver/step_batch.py)."""
 
 
 def lands_on_limit(dt: float, dt_limit: float) -> bool:

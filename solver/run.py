@@ -210,6 +210,8 @@ def run_simulation(
                 batch = MAX_STEPS if steps_here else 1
                 sim.advance(min(observers.next_time(), cfg.time.end), batch)
                 if steps_here == 0:
+                    if world is None:  # the queued sort too (a distributed run has none)
+                        sim.compile_batch_sort()
                     ti.sync()
                     first_step_s = wallclock.perf_counter() - step_started
                 else:
