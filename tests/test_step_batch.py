@@ -74,18 +74,18 @@ def test_advance_lands_on_its_targets_whatever_the_batch_size(on_backend: str) -
 def test_a_batch_asked_for_more_steps_than_its_records_takes_max_steps(on_cpu: str) -> None:
     """advance() asked for more steps than a batch has record rows (`dambreak bench` asks for
     all its timed steps at once) takes MAX_STEPS at most and counts every step it took: the
-    state after 150 steps asked for 200 at a time is bitwise that of batches of 64."""
+    state after 100 steps asked for 200 at a time is bitwise that of batches of 64."""
     cfg = load_config(QUICK, SKIN)
     states = []
     for asked in (200, MAX_STEPS):
         sim = Simulation(cfg)
-        while sim.steps < 150:
+        while sim.steps < 100:
             before = sim.steps
-            sim.advance(math.inf, min(asked, 150 - sim.steps))
+            sim.advance(math.inf, min(asked, 100 - sim.steps))
             assert sim.steps - before <= MAX_STEPS
         states.append((sim.steps, sim.time, sim.sorts, by_id(sim, "position")))
     (steps_a, time_a, sorts_a, x_a), (steps_b, time_b, sorts_b, x_b) = states
-    assert steps_a == steps_b == 150
+    assert steps_a == steps_b == 100
     assert (time_a, sorts_a) == (time_b, sorts_b)
     assert np.array_equal(x_a, x_b)
 
