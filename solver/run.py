@@ -202,18 +202,19 @@ def run_simulation(
             if neighbours is not None:
                 neighbours.add(neighbours_per_particle(sim), 0)
             while sim.time < end and not stopping():
-                step_started = wallclock.perf_counter()
                 steps_before = sim.steps
                 # A batch of steps up to the next output time, with no read-back between
-                # them (probe times do not stop it); the first is one step alone, which times
-                # the kernels' compilation.
+                # them (probe times do not stop it); the first is one step alone. The loop's
+                # start up to the end of that step (the first probe sample, keep and count,
+                # the step, the batch's sort: each compiles its kernels) is compile_time_s,
+                # which particle-steps/s leaves out.
                 batch = MAX_STEPS if steps_here else 1
                 sim.advance(min(observers.next_time(), cfg.time.end), batch)
                 if steps_here == 0:
                     if world is None:  # the queued sort too (a distributed run has none)
                         sim.compile_batch_sort()
                     ti.sync()
-                    first_step_s = wallclock.perf_counter() - step_started
+                    first_step_s = wallclock.perf_counter() - loop_started
                 else:
                     particle_steps += sim.count * (sim.steps - steps_before)
                 steps_here += sim.steps - steps_before
