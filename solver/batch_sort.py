@@ -180,8 +180,9 @@ class BatchSort:
         """Compile the sort's kernels now, sorting nothing: they are launched with the control
         row of a halted batch (a fresh batch array like `like`), on which `sort_due` is false,
         so they change nothing, as a queued sort that is not due changes nothing. `dambreak
-        bench` calls this before its timed steps, whose first queued sort would otherwise
-        compile them (seconds on the CPU, and a device idle meanwhile on small GPU cases)."""
+        bench` calls this before its timed steps and `dambreak run` with its first step, where
+        the first queued sort would otherwise compile them inside the stepping (seconds on the
+        CPU, and a device idle meanwhile on small GPU cases)."""
         rows = np.zeros_like(like.to_numpy())
         rows[0, HALTED] = 1.0
         halted = allocate_batch(like.dtype)
