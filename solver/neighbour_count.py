@@ -37,17 +37,18 @@ class NeighbourTally:
     linearly, so each interval's steps are weighted by the mean of its two ends."""
 
     def __init__(self) -> None:
-        self._last: float | None = None
+        self._last: tuple[float, int] | None = None
         self._weighted = 0.0
         self._steps = 0
 
-    def add(self, neighbours: float, steps_since_last: int) -> None:
-        """A count of `neighbours` per particle (`neighbours_per_particle`) taken now, after
-        `steps_since_last` steps since the previous one."""
-        if self._last is not None and steps_since_last > 0:
-            self._weighted += steps_since_last * 0.5 * (self._last + neighbours)
-            self._steps += steps_since_last
-        self._last = neighbours
+    def add(self, neighbours: float, step: int) -> None:
+        """A count of `neighbours` per particle (`neighbours_per_particle`) taken after step
+        number `step` of the run."""
+        if self._last is not None and step > self._last[1]:
+            last, last_step = self._last
+            self._weighted += (step - last_step) * 0.5 * (last + neighbours)
+            self._steps += step - last_step
+        self._last = (neighbours, step)
 
     @property
     def mean(self) -> float | None:
@@ -55,4 +56,4 @@ class NeighbourTally:
         one count itself where no step ran between counts; None before any)."""
         if self._steps:
             return self._weighted / self._steps
-        return self._last
+        return self._last[0] if self._last is not None else None

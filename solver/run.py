@@ -192,7 +192,6 @@ def run_simulation(
     # Neighbours counted at the output times (one kernel each), for the run's neighbour
     # interactions per second; not in a distributed run, whose ranks hold slabs.
     neighbours = NeighbourTally() if world is None else None
-    counted_at_step = sim.steps
     loop_started = wallclock.perf_counter()
     with stop.installed(), handover():
         try:
@@ -200,7 +199,7 @@ def run_simulation(
                 observers.start(sim)
             keep_last_good()
             if neighbours is not None:
-                neighbours.add(neighbours_per_particle(sim), 0)
+                neighbours.add(neighbours_per_particle(sim), sim.steps)
             while sim.time < end and not stopping():
                 steps_before = sim.steps
                 # A batch of steps up to the next output time, with no read-back between
@@ -226,8 +225,7 @@ def run_simulation(
                 if output_time:
                     keep_last_good()
                     if neighbours is not None:
-                        neighbours.add(neighbours_per_particle(sim), sim.steps - counted_at_step)
-                        counted_at_step = sim.steps
+                        neighbours.add(neighbours_per_particle(sim), sim.steps)
                 if checkpoints is not None and checkpoints.due(sim.time):
                     if not output_time:  # else kept just now
                         keep_last_good()
