@@ -20,6 +20,8 @@ from pathlib import Path
 
 import taichi as ti
 
+from solver.taichi_front_end import memoise_front_end
+
 BACKEND_CHOICES = ("cpu", "cuda", "vulkan", "metal", "auto")
 
 
@@ -123,6 +125,7 @@ def _init(
     if offline_cache_dir is not None:
         kwargs["offline_cache"] = True
         kwargs["offline_cache_file_path"] = str(offline_cache_dir)
+    memoise_front_end()  # every kernel prepared from here on costs less Python time
     gc.collect()  # ti.init resets the running program: see reset_taichi
     with _banner_output():
         ti.init(**kwargs)  # prints "[Taichi] Starting on arch=...", whatever its log_level
