@@ -3,6 +3,7 @@ ones they replace, and Taichi's messages still point at the source."""
 
 from __future__ import annotations
 
+import ast
 import inspect
 import textwrap
 
@@ -71,3 +72,32 @@ def test_a_kernel_error_still_names_its_file_line_and_source():
     assert f'test_taichi_front_end.py", line {line}, in faulty' in message
     assert "print(undefined_name + 1)" in message
     assert "^^^^" in message
+
+
+@ti.func
+def _walk_sample(x, n):
+    total = x
+    for k in range(n):
+        if total > 2.0 * k:
+            total -= ti.sqrt(total + k)
+        else:
+            total += ti.static(3) * (k
+                                     + 1)  # fmt: skip
+    return total
+
+
+def test_the_memoised_position_messages_are_taichis():
+    from taichi.lang import kernel_impl
+    from taichi.lang.ast.ast_transformer_utils import ASTTransformerContext
+
+    assert memoise_front_end()
+    memoised = ASTTransformerContext.get_pos_info
+    original = memoised.__wrapped__
+    nodes = 0
+    for _ in range(2):  # the second pass answers from memory
+        tree, ctx = kernel_impl._get_tree_and_ctx(_walk_sample.func, is_kernel=False)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.stmt, ast.expr)):
+                assert memoised(ctx, node) == original(ctx, node)
+                nodes += 1
+    assert nodes > 60
