@@ -25,25 +25,25 @@ def hydrostatic_density_difference(g_dot_r_ji: Any, rho0: float, b: float, gamma
     gamma 2H / (coefsound^2 h_swl), below 0.01 in practice, where the series is exact in float32
     and several times cheaper than pow in the innermost loop.
     """
-    x = rho0 * g_dot_r_ji / b
+    x = g_dot_r_ji * (rho0 / b)
     k = 1.0 / gamma
-    return rho0 * k * x * (1.0 + (k - 1.0) * x * (0.5 + (k - 2.0) * x / 6.0))
+    return rho0 * k * x * (1.0 + (k - 1.0) * x * (0.5 + (k - 2.0) / 6.0 * x))
 
 
 def diffusion_pair_term(
     rho_difference: Any,
     r2: Any,
+    inv_r2_eta2: Any,
     f: Any,
-    rho_j: Any,
+    inv_rho_j: Any,
     mass: float,
     h: float,
     c0: float,
     delta: float,
-    eta2: float,
 ) -> Any:
     """One pair's contribution delta h c0 psi_ij . grad_i W_ij m / rho_j.
 
     With grad_i W_ij = r_ij F and r_ji . r_ij = -r^2, psi_ij . grad_i W_ij is
     -2 rho_difference r^2 F / (r^2 + eta^2), positive when rho_difference > 0 (F < 0).
     """
-    return delta * h * c0 * (-2.0 * rho_difference * r2 * f / (r2 + eta2)) * mass / rho_j
+    return delta * h * c0 * (-2.0 * rho_difference * r2 * f * inv_r2_eta2) * mass * inv_rho_j

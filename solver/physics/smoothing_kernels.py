@@ -21,7 +21,7 @@ def cubic_spline_w(r: Any, h: Any) -> Any:
 
     W = sigma/4 [(2-q)+^3 - 4 (1-q)+^3], q = r/h.
     """
-    q = r / h
+    q = r * (1.0 / h)
     sigma = 1.0 / (math.pi * h * h * h)
     far = (2.0 - q) * (q < 2.0)
     near = (1.0 - q) * (q < 1.0)
@@ -30,7 +30,7 @@ def cubic_spline_w(r: Any, h: Any) -> Any:
 
 def cubic_spline_f(r: Any, h: Any) -> Any:
     """(1/r) dW/dr of the cubic spline: sigma/h^2 * (1/q) dw/dq, finite at q = 0."""
-    q = r / h
+    q = r * (1.0 / h)
     sigma = 1.0 / (math.pi * h * h * h)
     inner = (q < 1.0) * (2.25 * q - 3.0)
     outer = 0.75 * (2.0 - q) ** 2 * (q >= 1.0) * (q < 2.0) / (q + (q < 1.0))
@@ -42,7 +42,7 @@ def wendland_c2_w(r: Any, h: Any) -> Any:
 
     W = 21/(16 pi h^3) (1 - q/2)+^4 (2q + 1), q = r/h.
     """
-    q = r / h
+    q = r * (1.0 / h)
     alpha = 21.0 / (16.0 * math.pi * h * h * h)
     u = (1.0 - 0.5 * q) * (q < 2.0)
     return alpha * u**4 * (2.0 * q + 1.0)
@@ -50,7 +50,7 @@ def wendland_c2_w(r: Any, h: Any) -> Any:
 
 def wendland_c2_f(r: Any, h: Any) -> Any:
     """(1/r) dW/dr of the Wendland C2 kernel: -5 alpha/h^2 (1 - q/2)+^3."""
-    q = r / h
+    q = r * (1.0 / h)
     alpha = 21.0 / (16.0 * math.pi * h * h * h)
     u = (1.0 - 0.5 * q) * (q < 2.0)
     return -5.0 * alpha / (h * h) * u**3

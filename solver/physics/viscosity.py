@@ -27,10 +27,11 @@ from typing import Any
 
 
 def monaghan_pi(
-    v_dot_r: Any, r2: Any, rho_mean: Any, h: float, eta2: float, alpha: float, c0: float
+    v_dot_r: Any, inv_r2_eta2: Any, rho_mean: Any, h: float, alpha: float, c0: float
 ) -> Any:
-    """Pi_ij for one pair, zero for separating particles (arithmetic only)."""
-    mu = h * v_dot_r / (r2 + eta2)
+    """Pi_ij for one pair, zero for separating particles (arithmetic only); `inv_r2_eta2` is
+    1 / (r_ij^2 + eta^2), which the pair's other terms share (one division a pair)."""
+    mu = h * v_dot_r * inv_r2_eta2
     return -alpha * c0 * mu / rho_mean * (v_dot_r < 0.0)
 
 
