@@ -25,7 +25,7 @@ def hydrostatic_density_difference(g_dot_r_ji: Any, rho0: float, b: float, gamma
     gamma 2H / (coefsound^2 h_swl), below 0.01 in practice, where the series is exact in float32
     and several times cheaper than pow in the innermost loop.
     """
-    x = g_dot_r_ji * (rho0 / b)
+    x = g_dot_r_ji * (rho0 / b)  # constants grouped, so that a kernel folds them
     k = 1.0 / gamma
     return rho0 * k * x * (1.0 + (k - 1.0) * x * (0.5 + (k - 2.0) / 6.0 * x))
 
@@ -41,7 +41,9 @@ def diffusion_pair_term(
     c0: float,
     delta: float,
 ) -> Any:
-    """One pair's contribution delta h c0 psi_ij . grad_i W_ij m / rho_j.
+    """One pair's contribution delta h c0 psi_ij . grad_i W_ij m / rho_j, given the pair's
+    reciprocals `inv_r2_eta2` = 1 / (r^2 + eta^2) and `inv_rho_j` = 1 / rho_j, which the
+    interaction shares between its terms (solver/physics/interaction.py).
 
     With grad_i W_ij = r_ij F and r_ji . r_ij = -r^2, psi_ij . grad_i W_ij is
     -2 rho_difference r^2 F / (r^2 + eta^2), positive when rho_difference > 0 (F < 0).

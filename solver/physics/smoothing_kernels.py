@@ -4,7 +4,9 @@ Every formula here is plain arithmetic on its arguments (a comparison as a 0/1 f
 for a branch), so one definition serves both numpy (probes, tests) and Taichi kernels, through
 `solver.physics.shared_formula.taichi_func`. The
 support radius is 2h for both kernels. The gradient is written as grad_i W_ij = r_ij F(r, h)
-with r_ij = x_i - x_j, F = (1/r) dW/dr, which stays finite as r -> 0.
+with r_ij = x_i - x_j, F = (1/r) dW/dr, which stays finite as r -> 0. q = r / h is written
+r * (1 / h): in a kernel h is a constant, so 1 / h is folded when compiled and the pair loop
+multiplies, where a `/` would stay a division (solver/physics/interaction.py says why).
 """
 
 from __future__ import annotations
