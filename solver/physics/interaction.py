@@ -237,7 +237,7 @@ def build_interaction(cfg: Config, skin: float = 0.0, block_dim: int | None = No
                                         )
                                         stress_j = symmetric_matrix(stress[0][j])
                                         acc += mass * (stress_i + stress_j) @ grad
-                                        grad_v -= (mass / rho_j) * v_ij.outer_product(grad)
+                                        grad_v -= (mass * inv_rho_j) * v_ij.outer_product(grad)
                                     else:
                                         rho_mean = 0.5 * (rho_i + rho_j)
                                         pi_ij = monaghan_pi(
