@@ -67,8 +67,10 @@ from solver.neighbors import FLUID_BLOCK, block_span, fluid_count, row_cells, se
 from solver.physics import eos
 from solver.physics.shared_formula import taichi_func
 from solver.physics.smoothing_kernels import kernel_functions
+from solver.physics.solve_4x4 import determinant_and_adjugate_product
 
 tait_pressure = taichi_func(eos.tait_pressure)
+solve_4x4 = taichi_func(determinant_and_adjugate_product)
 
 DETERMINANT_LIMIT = 1e-3
 """|det A| below which the first-order correction is replaced by the Shepard value. A is the
@@ -142,10 +144,10 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
                         rhs += row * mass
         rho = rho0
         if moments[0, 0] > 0.0:
-            if ti.abs(moments.determinant()) >= DETERMINANT_LIMIT:
-                solution = moments.inverse() @ rhs  # rho_g, h grad rho_g
-                rho = solution[0] - (solution[1] * g[0] + solution[2] * g[1]
-                                     + solution[3] * g[2]) * inv_h  # fmt: skip
+            # det A and adj(A) rhs, whose ratio is (rho_g, h grad rho_g)
+            det, y0, y1, y2, y3 = solve_4x4(moments, rhs)
+            if ti.abs(det) >= DETERMINANT_LIMIT:
+                rho = (y0 - (y1 * g[0] + y2 * g[1] + y3 * g[2]) * inv_h) / det
             else:
                 rho = rhs[0] / moments[0, 0]  # Shepard, at the centroid x_s
                 to_centroid = ti.Vector([moments[0, 1], moments[0, 2], moments[0, 3]])
