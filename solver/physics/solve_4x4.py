@@ -17,8 +17,10 @@ Written as plain arithmetic on `a[i, j]` and `b[i]`, so that the same function r
 arrays (the tests) and, through `taichi_func`, inside kernels.
 """
 
+from typing import Any
 
-def determinant_and_adjugate_product(a, b):
+
+def determinant_and_adjugate_product(a: Any, b: Any) -> tuple[Any, Any, Any, Any, Any]:
     """(det A, y0, y1, y2, y3) with y = adj(A) b, for a 4 x 4 matrix `a` and a 4-vector `b`;
     A x = b is solved by x = y / det A."""
     s0 = a[0, 0] * a[1, 1] - a[1, 0] * a[0, 1]
