@@ -40,9 +40,9 @@ def _median_seconds(action, repeats: int) -> float:
 def bench(n: int, repeats: int) -> dict[str, float]:
     """Seconds per call of each building block for n elements."""
     from solver.neighbors import CellGrid
+    from solver.parallel.bucket_sort import BucketSort
     from solver.parallel.gather import gather
     from solver.parallel.scan import ExclusiveScan
-    from solver.parallel.sort import StableKeySort
 
     rng = np.random.default_rng(0)
     values = ti.ndarray(ti.i32, shape=n)
@@ -52,7 +52,6 @@ def bench(n: int, repeats: int) -> dict[str, float]:
     results = {"scan": _median_seconds(lambda: scan(values, out, n), repeats)}
 
     cells = max(n // 40, 1)
-    key_bits = int(cells).bit_length()
     keys = ti.ndarray(ti.i32, shape=n)
     keys.from_numpy(rng.integers(0, cells, n, dtype=np.int32))
     index = ti.ndarray(ti.i32, shape=n)
@@ -62,14 +61,14 @@ def bench(n: int, repeats: int) -> dict[str, float]:
     for array in arrays:
         array.from_numpy(rng.random(n, dtype=np.float32))
     spares = [ti.ndarray(ti.f32, shape=n) for _ in range(8)]
-    sorter = StableKeySort(n)
+    sorter = BucketSort(n, cells)
 
     def reorder() -> None:
         for src, dst in zip(arrays, spares, strict=True):
             gather(src, dst, order, n)
 
     def sort_and_reorder() -> None:
-        sorter(keys, index, sorted_keys, order, n, key_bits)
+        sorter(keys, index, order, sorted_keys, n)
         reorder()
 
     results["sort+reorder"] = _median_seconds(sort_and_reorder, repeats)

@@ -11,7 +11,7 @@ docs/performance.md, "The sort inside the batch").
 
 So the host queues the sort itself between the steps of a batch, where it expects one to fall
 due, and the device decides whether it runs: the sort's two launches (`CellGrid`'s cell count
-and radix sort, then the reorder of the state) run their loops over zero particles unless the
+and sort, then the reorder of the state) run their loops over zero particles unless the
 step before used up the skin (`BatchControl.sort_due`), and a step followed by a queued sort
 does not stop the batch for that sort. The decision is the host's own rule, taken on the same
 `moved` value (the skin bound in the device's float type, solver/simulation.py), so the

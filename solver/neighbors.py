@@ -4,8 +4,9 @@ The grid covers the domain box with cubic cells of a whole fraction of the kerne
 on the CPU, a third on GPUs: `cells_per_support`), numbered x fastest: cell = (cz * ny + cy) *
 nx + cx. The particles are filed in two blocks: group 0 (the fluid: the solver passes the
 particle kind as the group) first, every other group after it, so key = block * cells + cell.
-Each update sorts the particles by (key, id) with a stable radix sort started from id order, so
-the order inside a cell is by particle id on every backend and every run; `cell_offsets[k]` is
+Each update counts the particles into their keys, prefix-sums the counts and sorts the particles
+by (key, id) into the buckets so found (solver/parallel/bucket_sort.py), so the order inside a
+cell is by particle id on every backend and every run; `cell_offsets[k]` is
 the number of live particles with keys below k, and the fluid are the first
 `cell_offsets[cells]` particles. Cells along x are consecutive keys, so the candidates of one
 row of cells (cy, cz) in one block form one contiguous index range, as in DualSPHysics
@@ -36,8 +37,8 @@ from collections.abc import Callable
 import numpy as np
 import taichi as ti
 
+from solver.parallel.bucket_sort import place_in_buckets, rank_in_buckets
 from solver.parallel.scan import build_scan, scratch_size
-from solver.parallel.sort import StableKeySort
 
 I32Array = ti.types.ndarray(dtype=ti.i32, ndim=1)
 
@@ -171,18 +172,14 @@ def block_key(p, group, lo, inv_cell, dims):
 
 
 @ti.func
-def _reset(key_by_id: ti.template(), capacity, sentinel, cell_offsets: ti.template(), cells):
-    for i in range(ti.max(capacity, cells)):
-        if i < capacity:
-            key_by_id[i] = sentinel
-        if i < cells:
-            cell_offsets[i] = 0
+def _reset(cell_counts: ti.template(), cells):
+    for i in range(cells):
+        cell_counts[i] = 0
 
 
 @ti.func
 def _assign_keys(
     position: ti.template(),
-    ids: ti.template(),
     removed: ti.template(),
     group: ti.template(),
     n,
@@ -190,8 +187,7 @@ def _assign_keys(
     inv_cell,
     dims,
     sentinel,
-    key_by_id: ti.template(),
-    index_by_id: ti.template(),
+    keys: ti.template(),
     cell_counts: ti.template(),
     dropped: ti.template(),
 ):
@@ -203,16 +199,18 @@ def _assign_keys(
             ti.atomic_add(cell_counts[key], 1)
         else:
             ti.atomic_add(dropped[ti.min(reason, DROP_REASONS - 1)], 1)
-        key_by_id[ids[i]] = key
-        index_by_id[ids[i]] = i
+        keys[i] = key
 
 
 def _build_fill_cells(num_keys: int):
-    """A Taichi function filling a grid's keys and offsets (of `num_keys` keys) for the first
-    n particles, to be called at the top level of a kernel: fill_cells(position, ids,
-    removed, group, n, capacity, lo, inv_cell, dims, key_by_id, index_by_id, cell_offsets,
-    dropped, scratch). n = capacity = 0 (computed on the device) leaves everything as it is."""
-    scan = build_scan(num_keys + 1)
+    """A Taichi function sorting a grid of `num_keys` keys, to be called at the top level of a
+    kernel: fill_cells(position, ids, removed, group, n, active, lo, inv_cell, dims, keys,
+    slot_element, cell_offsets, dropped, scratch, order, sorted_keys) files the first n
+    particles' keys, counts them into the cell offsets and sorts them by (key, id) into
+    `order` and `sorted_keys` (solver/parallel/bucket_sort.py). active is 1, or 0 (computed
+    on the device) to leave everything as it is. (A select on a condition Taichi folds to a
+    constant, as `1 != 0`, fails to compile for SPIR-V: hence the products.)"""
+    scan = build_scan(num_keys + 1, inclusive=True)
 
     @ti.func
     def fill_cells(
@@ -221,23 +219,29 @@ def _build_fill_cells(num_keys: int):
         removed: ti.template(),
         group: ti.template(),
         n,
-        capacity,
+        active,
         lo,
         inv_cell,
         dims,
-        key_by_id: ti.template(),
-        index_by_id: ti.template(),
+        keys: ti.template(),
+        slot_element: ti.template(),
         cell_offsets: ti.template(),
         dropped: ti.template(),
         scratch: ti.template(),
+        order: ti.template(),
+        sorted_keys: ti.template(),
     ):
-        keys = ti.select(capacity > 0, num_keys + 1, 0)
-        _reset(key_by_id, capacity, num_keys, cell_offsets, keys)
+        counted = (num_keys + 1) * active  # active is 0 or 1
+        live = n * active
+        _reset(cell_offsets, counted)
         _assign_keys(
-            position, ids, removed, group, n, lo, inv_cell, dims, num_keys, key_by_id,
-            index_by_id, cell_offsets, dropped,
+            position, removed, group, live, lo, inv_cell, dims, num_keys, keys, cell_offsets,
+            dropped,
         )  # fmt: skip
-        scan(cell_offsets, cell_offsets, keys, scratch)
+        scan(cell_offsets, cell_offsets, counted, scratch)  # each key's end
+        place_in_buckets(keys, live, num_keys, cell_offsets, slot_element)  # now its start
+        placed = cell_offsets[num_keys] * active
+        rank_in_buckets(keys, ids, placed, cell_offsets, slot_element, order, sorted_keys)
 
     return fill_cells
 
@@ -253,19 +257,20 @@ def _build_cell_count(num_keys: int, fill_cells):
         removed: I32Array,
         group: I32Array,
         n: ti.i32,
-        capacity: ti.i32,
         lo: ti.math.vec3,
         inv_cell: float,
         dims: ti.math.ivec3,
-        key_by_id: I32Array,
-        index_by_id: I32Array,
+        keys: I32Array,
+        slot_element: I32Array,
         cell_offsets: I32Array,
         dropped: I32Array,
         scratch: I32Array,
+        order: I32Array,
+        sorted_keys: I32Array,
     ) -> ti.i32:
         fill_cells(
-            position, ids, removed, group, n, capacity, lo, inv_cell, dims, key_by_id,
-            index_by_id, cell_offsets, dropped, scratch,
+            position, ids, removed, group, n, 1, lo, inv_cell, dims, keys, slot_element,
+            cell_offsets, dropped, scratch, order, sorted_keys,
         )  # fmt: skip
         return cell_offsets[num_keys]
 
@@ -293,7 +298,7 @@ class CellGrid:
     """A uniform cell grid over the box [lo, hi] for up to `capacity` particles, with cubic
     cells of support_radius / cells_per_support.
 
-    Particle ids must lie in [0, capacity). After `update`, `order[i]` (i < live count) is the
+    Particle ids must be unique. After `update`, `order[i]` (i < live count) is the
     old index of the particle that goes to place i, and `cell_offsets` bounds each cell of each
     block (`num_keys` = BLOCKS x `num_cells` keys).
     """
@@ -319,19 +324,16 @@ class CellGrid:
         self.num_keys = BLOCKS * self.num_cells
         if self.num_keys >= 2**31 - 2:
             raise ValueError(f"grid of {self.num_cells} cells is too large for 32-bit keys")
-        self.sentinel = self.num_keys
-        self.key_bits = self.sentinel.bit_length()
         self.capacity = int(capacity)
         cap = max(self.capacity, 1)
-        self.key_by_id = ti.ndarray(ti.i32, shape=cap)
-        self.index_by_id = ti.ndarray(ti.i32, shape=cap)
+        self.keys = ti.ndarray(ti.i32, shape=cap)
+        self.slot_element = ti.ndarray(ti.i32, shape=cap)
         self.sorted_keys = ti.ndarray(ti.i32, shape=cap)
         self.order = ti.ndarray(ti.i32, shape=cap)
         self.cell_offsets = ti.ndarray(ti.i32, shape=self.num_keys + 1)
         self.dropped = ti.ndarray(ti.i32, shape=DROP_REASONS)
         self.dropped.fill(0)
         self._one_group: ti.Ndarray | None = None
-        self._sort = StableKeySort(cap)
         self._scan_scratch = ti.ndarray(ti.i32, shape=scratch_size(self.num_keys + 1))
         self._fill_cells = _build_fill_cells(self.num_keys)
         self._cell_count = _build_cell_count(self.num_keys, self._fill_cells)
@@ -348,11 +350,7 @@ class CellGrid:
         updated without groups allocates `capacity` 4-byte zeros more)."""
         cap = max(int(capacity), 1)
         num_keys = BLOCKS * num_cells
-        return (
-            4 * (4 * cap + num_keys + 1 + DROP_REASONS)
-            + StableKeySort.nbytes(cap)
-            + 4 * scratch_size(num_keys + 1)
-        )
+        return 4 * (4 * cap + num_keys + 1 + DROP_REASONS) + 4 * scratch_size(num_keys + 1)
 
     @staticmethod
     def offsets_nbytes(num_cells: int) -> int:
@@ -393,19 +391,16 @@ class CellGrid:
             group = self._one_group
         lo, inv_cell, dims, _ = self.kernel_args()
         kept = self._cell_count(
-            position, ids, removed, group, n, self.capacity, lo, inv_cell, dims,
-            self.key_by_id, self.index_by_id, self.cell_offsets, self.dropped,
-            self._scan_scratch,
+            position, ids, removed, group, n, lo, inv_cell, dims, *self._sort_arrays(),
         )  # fmt: skip
-        self._sort(
-            self.key_by_id,
-            self.index_by_id,
-            self.sorted_keys,
-            self.order,
-            self.capacity,
-            self.key_bits,
-        )
         return int(kept)
+
+    def _sort_arrays(self) -> tuple:
+        """The arrays `fill_cells` (`_build_fill_cells`) takes after the grid's dims."""
+        return (
+            self.keys, self.slot_element, self.cell_offsets, self.dropped, self._scan_scratch,
+            self.order, self.sorted_keys,
+        )  # fmt: skip
 
     def build_update_when(self, due: Callable) -> Callable:
         """`update` as one kernel launch that the device decides: the returned
@@ -418,8 +413,6 @@ class CellGrid:
         fast math folded the cell computation differently and put a few particles in
         other cells than the host's sort does."""
         fill_cells = self._fill_cells
-        sort = self._sort.sort_func(self.key_bits)
-        capacity = self.capacity
         lo, inv_cell, dims, _ = self.kernel_args()
 
         @ti.kernel
@@ -433,35 +426,24 @@ class CellGrid:
             lo: ti.math.vec3,
             inv_cell: float,
             dims: ti.math.ivec3,
-            key_by_id: I32Array,
-            index_by_id: I32Array,
+            keys: I32Array,
+            slot_element: I32Array,
             cell_offsets: I32Array,
             dropped: I32Array,
             scratch: I32Array,
-            sorted_keys: I32Array,
             order: I32Array,
-            keys_tmp: I32Array,
-            values_tmp: I32Array,
-            histogram: I32Array,
-            sort_scratch: I32Array,
+            sorted_keys: I32Array,
         ):
-            sorting = due(control)
-            live = ti.select(sorting, n, 0)
-            held = ti.select(sorting, capacity, 0)
+            sorting = ti.select(due(control), 1, 0)
             fill_cells(
-                position, ids, removed, group, live, held, lo, inv_cell, dims, key_by_id,
-                index_by_id, cell_offsets, dropped, scratch,
-            )  # fmt: skip
-            sort(
-                key_by_id, index_by_id, sorted_keys, order, keys_tmp, values_tmp, held,
-                histogram, sort_scratch,
+                position, ids, removed, group, n, sorting, lo, inv_cell, dims, keys,
+                slot_element, cell_offsets, dropped, scratch, order, sorted_keys,
             )  # fmt: skip
 
         def launch(position, ids, removed, n: int, group, control) -> None:
             update_when(
                 position, ids, removed, group, n, control, lo, inv_cell, dims,
-                self.key_by_id, self.index_by_id, self.cell_offsets, self.dropped,
-                self._scan_scratch, self.sorted_keys, self.order, *self._sort.scratch_arrays(),
+                *self._sort_arrays(),
             )  # fmt: skip
 
         return launch

@@ -1,8 +1,9 @@
 """Issue 4's determinism promise: the same config on the same backend gives bitwise identical
 snapshots, whatever the number of CPU threads and on every run of a GPU backend.
 
-The cell grid sorts particles by (cell, id) with a stable radix sort and the reductions have a
-fixed order, so nothing depends on thread scheduling or on the order of atomic operations. Each
+The cell grid sorts particles by (cell, id), ranking them by id whatever order its atomics
+took, and the reductions have a fixed order, so nothing depends on thread scheduling or on the
+order of atomic operations. Each
 case runs the quick dam break for 50 steps (0.02 s) in-process through run_simulation, which
 starts Taichi itself with the asked-for backend and thread count.
 """

@@ -212,7 +212,7 @@ def test_every_kernel_of_the_solver_passes_the_metal_check():
     assert lines and all(line.startswith("PASS") for line in lines)
     names = " ".join(line.split()[1] for line in lines)
     for kernel in ("interact", "verlet", "predict", "correct", "cell_count", "_reorder_state",
-                   "radix_sort", "exclusive_scan", "_fold_chunks", "gather"):  # fmt: skip
+                   "bucket_sort", "exclusive_scan", "_fold_chunks", "gather"):  # fmt: skip
         assert kernel in names
     # Every smoothing kernel x diffusion pair compiles its own interaction (6); the three pairs
     # run with Verlet also compile the one-launch Verlet step. The laminar + SPS viscosity

@@ -1,15 +1,16 @@
-"""The portable building blocks against numpy, on every backend: scan, stable sort, gather,
+"""The portable building blocks against numpy, on every backend: scan, bucket sort, gather,
 reductions, and the determinism the solver relies on."""
 
 import numpy as np
 import pytest
 import taichi as ti
 
+from solver.parallel.bucket_sort import BucketSort
 from solver.parallel.gather import gather
 from solver.parallel.reduce import Reducer, SlotMaximum, clear_slot, merge_max
-from solver.parallel.scan import ExclusiveScan
-from solver.parallel.sort import MAX_DIGIT_BITS, StableKeySort, digit_plan, histogram_size
+from solver.parallel.scan import ExclusiveScan, build_scan, scratch_size
 
+I32Array = ti.types.ndarray(dtype=ti.i32, ndim=1)
 SCAN_LENGTHS = [0, 1, 7, 8, 9, 31, 32, 33, 1023, 1024, 1025, 3_000_017]
 
 
@@ -41,26 +42,22 @@ def test_scan_in_place_and_leaves_tail_alone(on_backend):
     np.testing.assert_array_equal(got[60:], values[60:])
 
 
-def _sorted_by_radix(keys: np.ndarray, key_bits: int) -> tuple[np.ndarray, np.ndarray]:
+def _bucket_sorted(
+    keys: np.ndarray, ids: np.ndarray, num_keys: int
+) -> tuple[np.ndarray, np.ndarray]:
     n = len(keys)
-    sorter = StableKeySort(n)
-    keys_out = ti.ndarray(ti.i32, shape=max(n, 1))
-    values_out = ti.ndarray(ti.i32, shape=max(n, 1))
-    sorter(
-        _ndarray(keys.astype(np.int32)),
-        _ndarray(np.arange(n, dtype=np.int32)),
-        keys_out,
-        values_out,
-        n,
-        key_bits,
+    sorted_keys = ti.ndarray(ti.i32, shape=max(n, 1))
+    order = ti.ndarray(ti.i32, shape=max(n, 1))
+    BucketSort(n, num_keys)(
+        _ndarray(keys.astype(np.int32)), _ndarray(ids.astype(np.int32)), order, sorted_keys, n
     )
-    return keys_out.to_numpy()[:n], values_out.to_numpy()[:n]
+    return sorted_keys.to_numpy()[:n], order.to_numpy()[:n]
 
 
 SORT_CASES = {
     "random": lambda rng: rng.integers(0, 2**15, 200_001),
-    "one cell": lambda rng: np.full(100_000, 4321),
-    "empty cells": lambda rng: rng.choice([3, 17, 30000], 50_000),
+    "crowded bucket": lambda rng: np.full(3_000, 4321),
+    "empty buckets": lambda rng: rng.choice([3, 17, 30000], 3_000),
     "already sorted": lambda rng: np.sort(rng.integers(0, 2**15, 70_000)),
     "reversed": lambda rng: np.sort(rng.integers(0, 2**15, 70_000))[::-1].copy(),
     "tiny": lambda rng: np.array([5, 1, 5, 0, 1]),
@@ -70,27 +67,37 @@ SORT_CASES = {
 
 
 @pytest.mark.parametrize("case", SORT_CASES)
-def test_stable_sort_matches_numpy_stable_argsort(on_backend, case):
-    keys = SORT_CASES[case](np.random.default_rng(7)).astype(np.int32)
-    sorted_keys, order = _sorted_by_radix(keys, key_bits=15)
-    expected = np.argsort(keys, kind="stable")
+def test_bucket_sort_orders_by_key_then_id(on_backend, case):
+    """Whatever order the atomics place elements in, the result is the (key, id) order."""
+    rng = np.random.default_rng(7)
+    keys = SORT_CASES[case](rng).astype(np.int32)
+    ids = rng.permutation(len(keys) * 3)[: len(keys)].astype(np.int32)  # unique, with gaps
+    sorted_keys, order = _bucket_sorted(keys, ids, 2**15)
+    expected = np.lexsort((ids, keys))
     np.testing.assert_array_equal(order, expected)
     np.testing.assert_array_equal(sorted_keys, keys[expected])
 
 
-@pytest.mark.parametrize("key_bits", [0, 1, 9, 17, 24, 31])
-def test_stable_sort_every_key_width(on_backend, key_bits):
-    rng = np.random.default_rng(key_bits)
-    keys = rng.integers(0, 2**key_bits, 30_001).astype(np.int32)
-    _, order = _sorted_by_radix(keys, key_bits)
-    np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
-
-
-def test_sort_is_bitwise_repeatable(on_backend):
+def test_bucket_sort_is_bitwise_repeatable(on_backend):
     keys = np.random.default_rng(3).integers(0, 300, 100_000).astype(np.int32)
-    first = _sorted_by_radix(keys, 9)
-    second = _sorted_by_radix(keys, 9)
+    ids = np.arange(len(keys))[::-1].copy()
+    first = _bucket_sorted(keys, ids, 300)
+    second = _bucket_sorted(keys, ids, 300)
     np.testing.assert_array_equal(first[1], second[1])
+
+
+@pytest.mark.parametrize("n", [0, 1, 127, 128, 129, 16_385])
+def test_inclusive_scan_adds_each_element_to_its_own_sum(on_backend, n):
+    values = np.random.default_rng(n).integers(-3, 1000, n).astype(np.int32)
+    scan = build_scan(max(n, 1), inclusive=True)
+
+    @ti.kernel
+    def inclusive(values: I32Array, out: I32Array, n: ti.i32, scratch: I32Array):
+        scan(values, out, n, scratch)
+
+    out = ti.ndarray(ti.i32, shape=max(n, 1))
+    inclusive(_ndarray(values), out, n, ti.ndarray(ti.i32, shape=scratch_size(max(n, 1))))
+    np.testing.assert_array_equal(out.to_numpy()[:n], np.cumsum(values))
 
 
 def test_gather_reorders_scalar_and_vector_arrays(on_backend):
@@ -174,16 +181,3 @@ def test_slot_maximum_matches_numpy_and_clears_the_next_slot(on_backend):
         slots.append(slot)
         np.testing.assert_array_equal(maximum.out.to_numpy()[slot], values.max(axis=0))
     assert slots == [0, 1, 0, 1, 0, 1, 0]
-
-
-@pytest.mark.parametrize("key_bits", range(1, 32))
-def test_the_histogram_holds_every_pass_of_every_key_width(key_bits: int) -> None:
-    """The sort's histogram (2**bits counts per chunk of keys, `digit_plan`) fits the array
-    `histogram_size` allocates, for every key width and counts around each chunk boundary."""
-    _, digit_bits, chunk = digit_plan(key_bits)
-    assert digit_bits <= MAX_DIGIT_BITS
-    counts = [1, 2, 31, 32, 33, 255, 256, 257, 4003236, 16_000_003]
-    counts += [k * chunk + d for k in (1, 7, 1000) for d in (-1, 0, 1)]
-    for n in counts:
-        used = (1 << digit_bits) * -(-n // chunk)
-        assert used <= histogram_size(n), (n, used)

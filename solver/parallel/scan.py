@@ -9,7 +9,7 @@ on every backend and every run.
 The number of levels follows from the capacity, so all of them are unrolled into one Taichi
 function (`build_scan`): a kernel that calls it at its top level runs every level as its own
 parallel loop, in order, from a single launch. A launch from Python costs tens of microseconds,
-more than a level's work below millions of elements; the radix sort and the cell grid inline
+more than a level's work below millions of elements; the bucket sort and the cell grid inline
 the same function into their own kernels.
 """
 
@@ -39,11 +39,13 @@ def scratch_size(capacity: int, chunk: int = DEFAULT_CHUNK) -> int:
     return sum(level_sizes(capacity, chunk)) + 1
 
 
-def build_scan(capacity: int, chunk: int = DEFAULT_CHUNK) -> Callable:
+def build_scan(capacity: int, chunk: int = DEFAULT_CHUNK, inclusive: bool = False) -> Callable:
     """A Taichi function scan(values, out, n, scratch) for n <= capacity, to be called at the
     top level of a kernel: out[i] = values[0] + ... + values[i-1] for i < n (out may be
-    values), elements from n on untouched, the total left in scratch[scratch_size - 1]."""
+    values), elements from n on untouched, the total left in scratch[scratch_size - 1].
+    With `inclusive`, out[i] also adds values[i] (the sum up to and with i)."""
     sizes = level_sizes(capacity, chunk)
+    own = int(inclusive)  # times values[i] in out[i]
     levels = len(sizes)
     base = [sum(sizes[:level]) for level in range(levels)]
     total_at = sum(sizes)
@@ -72,7 +74,7 @@ def build_scan(capacity: int, chunk: int = DEFAULT_CHUNK) -> Callable:
             for i in range(level_size(n, levels)):
                 if ti.static(levels == 0):
                     value = values[i]
-                    out[i] = running
+                    out[i] = running + own * value
                     running += value
                 else:
                     value = scratch[base[levels - 1] + i]
@@ -86,7 +88,7 @@ def build_scan(capacity: int, chunk: int = DEFAULT_CHUNK) -> Callable:
                 for i in range(c * chunk, end):
                     if ti.static(level == 0):
                         value = values[i]
-                        out[i] = running
+                        out[i] = running + own * value
                         running += value
                     else:
                         value = scratch[base[level - 1] + i]

@@ -1,11 +1,11 @@
-"""The portable building blocks against numpy on the running backend: exclusive scan, stable
-radix sort, gather, reductions and the cell-list neighbour search (against brute force).
+"""The portable building blocks against numpy on the running backend: exclusive scan, bucket
+sort by (key, id), gather, reductions and the cell-list neighbour search (against brute force).
 
 Each check returns a CheckResult with the figures it measured. Integer results must match
 exactly; float sums within the rounding of float32 over the data (1e-5 of sum |x|), while
 minima and maxima, which involve no rounding, must match exactly. Sizes cross the chunk
-boundaries of the multi-level scan and reduction (128) and the sort's chunking, and the
-largest reach several levels.
+boundaries of the multi-level scan and reduction (128), and the largest reach several
+levels.
 """
 
 import numpy as np
@@ -20,10 +20,10 @@ from solver.neighbors import (
     row_cells,
     search_cells,
 )
+from solver.parallel.bucket_sort import BucketSort
 from solver.parallel.gather import gather
 from solver.parallel.reduce import Reducer
 from solver.parallel.scan import ExclusiveScan
-from solver.parallel.sort import StableKeySort
 from solver.selftest.result import CheckResult
 
 MAX_NEIGHBOURS = 512
@@ -59,44 +59,43 @@ def check_scan() -> CheckResult:
     )
 
 
-def radix_sort(keys: np.ndarray, key_bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """(sorted keys, order) of `keys` through StableKeySort, values being the input indices."""
+def bucket_sort(keys: np.ndarray, ids: np.ndarray, num_keys: int) -> np.ndarray:
+    """The (key, id) order of the elements through BucketSort (the cell grid's sort)."""
     n = len(keys)
-    sorter = StableKeySort(n)
-    keys_out = ti.ndarray(ti.i32, shape=max(n, 1))
+    sorted_keys = ti.ndarray(ti.i32, shape=max(n, 1))
     order = ti.ndarray(ti.i32, shape=max(n, 1))
-    indices = to_device(np.arange(n, dtype=np.int32))
-    sorter(to_device(keys.astype(np.int32)), indices, keys_out, order, n, key_bits)
-    return keys_out.to_numpy()[:n], order.to_numpy()[:n]
+    BucketSort(n, num_keys)(to_device(keys), to_device(ids), order, sorted_keys, n)
+    return order.to_numpy()[:n]
 
 
 def check_sort() -> CheckResult:
-    """The radix sort's order equals numpy's stable argsort (so equal keys keep their input
-    order), for several key widths, and a second run gives the same order."""
+    """The bucket sort's order equals numpy's order by (key, id) whatever order its atomics
+    took, for spread and crowded keys, and a second run gives the same order."""
     rng = np.random.default_rng(7)
     cases = [
-        (rng.integers(0, 2**15, 200_001), 15),
-        (np.full(50_000, 4321), 15),
-        (rng.integers(0, 2, 30_001), 1),
-        (rng.integers(0, 2**24, 30_001), 24),
-        (rng.integers(0, 2**31 - 1, 30_001), 31),
-        (np.array([9]), 15),
-        (np.zeros(0, dtype=np.int64), 15),
-        (np.zeros(1000, dtype=np.int64), 0),
+        (rng.integers(0, 2**15, 200_001), 2**15),
+        (np.full(2_000, 4321), 2**15),
+        (rng.integers(0, 2, 30_001), 2),
+        (rng.integers(0, 2**20, 30_001), 2**20),
+        (np.array([9]), 16),
+        (np.zeros(0, dtype=np.int64), 16),
     ]
     wrong = 0
-    for keys, bits in cases:
-        sorted_keys, order = radix_sort(keys.astype(np.int32), bits)
-        expected = np.argsort(keys, kind="stable")
-        wrong += int(np.count_nonzero(order != expected))
-        wrong += int(np.count_nonzero(sorted_keys != keys[expected]))
+    for keys, num_keys in cases:
+        ids = rng.permutation(3 * len(keys))[: len(keys)].astype(np.int32)
+        order = bucket_sort(keys.astype(np.int32), ids, num_keys)
+        wrong += int(np.count_nonzero(order != np.lexsort((ids, keys))))
     repeat_keys = cases[0][0].astype(np.int32)
-    repeatable = np.array_equal(radix_sort(repeat_keys, 15)[1], radix_sort(repeat_keys, 15)[1])
+    repeat_ids = np.arange(len(repeat_keys), dtype=np.int32)[::-1].copy()
+    repeatable = np.array_equal(
+        bucket_sort(repeat_keys, repeat_ids, 2**15), bucket_sort(repeat_keys, repeat_ids, 2**15)
+    )
     return CheckResult(
         "sort",
         wrong == 0 and repeatable,
-        f"{len(cases)} key sets (0 to 31 bits, 0 to 200001 keys): {wrong} positions differ "
-        f"from numpy's stable argsort; repeat run {'identical' if repeatable else 'DIFFERENT'}",
+        f"{len(cases)} key sets (2 to 2**20 buckets, 0 to 200001 keys): {wrong} positions "
+        f"differ from numpy's (key, id) order; "
+        f"repeat run {'identical' if repeatable else 'DIFFERENT'}",
     )
 
 
