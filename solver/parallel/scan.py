@@ -1,4 +1,4 @@
-"""Exclusive prefix sum of i32 arrays of any length, multi-level, deterministic, one launch.
+"""Prefix sums (exclusive, or inclusive for the cell sort) of i32 arrays of any length, one launch.
 
 The classic reduce-then-scan scheme (Blelloch 1990, "Prefix sums and their applications"):
 level 0 splits the input into chunks of `chunk` elements, one thread a chunk; each thread sums
