@@ -4,19 +4,28 @@ Usage: python scripts/bench_primitives.py [--backend cuda] [--sizes 1M,4M,16M] [
 
 Prints elements (or particles) per second, the median of `repeats` timed runs after one
 warm-up run (which compiles the kernels). The sort moves an i32 key and reorders 8 f32 arrays,
-as a particle sort does; the cell-list build is CellGrid.update on random positions at the
-density of an SPH run (about 40 particles per cell) plus the reorder of 8 f32 arrays.
+as a particle sort does; the cell-list build is CellGrid.update on random positions plus the
+reorder of 8 f32 arrays. Both run at the cell density of the solver's water on the running
+backend (`particles_per_cell`: about 5.2 a cell on the CPU, 1.5 on GPUs), which matters for
+the sort: it ranks each element within its cell, at a cost of the cell's size.
 """
 
 import argparse
 import statistics
 import sys
 import time
+from pathlib import Path
 
-import numpy as np
-import taichi as ti
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
-from solver.backend import BACKEND_CHOICES, start_backend
+import numpy as np  # noqa: E402
+import taichi as ti  # noqa: E402
+
+from solver.backend import BACKEND_CHOICES, running_arch, start_backend  # noqa: E402
+from solver.config import SCHEMA  # noqa: E402
+from solver.neighbors import default_cells_per_support  # noqa: E402
 
 
 def _size(text: str) -> int:
@@ -37,8 +46,15 @@ def _median_seconds(action, repeats: int) -> float:
     return statistics.median(times)
 
 
-def bench(n: int, repeats: int) -> dict[str, float]:
-    """Seconds per call of each building block for n elements."""
+def particles_per_cell(on_cpu: bool) -> float:
+    """Particles a cell of the solver's grid holds in water on a lattice of spacing dp: cells
+    of support / cells_per_support, the support being 2 h_over_dp dp (the shipped default)."""
+    h_over_dp = next(k.default for k in SCHEMA if (k.section, k.key) == ("physics", "h_over_dp"))
+    return (2.0 * h_over_dp / default_cells_per_support(on_cpu)) ** 3
+
+
+def bench(n: int, repeats: int, density: float) -> dict[str, float]:
+    """Seconds per call of each building block for n elements, `density` elements a cell."""
     from solver.neighbors import CellGrid
     from solver.parallel.bucket_sort import BucketSort
     from solver.parallel.gather import gather
@@ -51,7 +67,7 @@ def bench(n: int, repeats: int) -> dict[str, float]:
     scan = ExclusiveScan(n)
     results = {"scan": _median_seconds(lambda: scan(values, out, n), repeats)}
 
-    cells = max(n // 40, 1)
+    cells = max(round(n / density), 1)
     keys = ti.ndarray(ti.i32, shape=n)
     keys.from_numpy(rng.integers(0, cells, n, dtype=np.int32))
     index = ti.ndarray(ti.i32, shape=n)
@@ -73,7 +89,7 @@ def bench(n: int, repeats: int) -> dict[str, float]:
 
     results["sort+reorder"] = _median_seconds(sort_and_reorder, repeats)
 
-    side = (n / 40.0) ** (1.0 / 3.0)
+    side = (n / density) ** (1.0 / 3.0)
     grid = CellGrid((0, 0, 0), (1, 1, 1), 1.0 / side, n)
     position = ti.Vector.ndarray(3, ti.f32, shape=n)
     position.from_numpy(rng.random((n, 3), dtype=np.float32))
@@ -97,10 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
     info = start_backend(args.backend, "f32", args.threads)
+    density = particles_per_cell(running_arch() == "cpu")
     print(f"backend {info.name} ({info.device}), taichi {info.taichi_version}")
+    print(f"{density:.2f} elements a cell (the solver's water on this backend)")
     print(f"{'N':>10} {'block':<24} {'ms':>9} {'elements/s':>12}")
     for n in (_size(s) for s in args.sizes.split(",")):
-        for name, seconds in bench(n, args.repeats).items():
+        for name, seconds in bench(n, args.repeats, density).items():
             print(f"{n:>10} {name:<24} {seconds * 1e3:>9.3f} {n / seconds:>12.3e}")
         sys.stdout.flush()
     return 0

@@ -37,8 +37,8 @@ from collections.abc import Callable
 import numpy as np
 import taichi as ti
 
-from solver.parallel.bucket_sort import place_in_buckets, rank_in_buckets
-from solver.parallel.scan import build_scan, scratch_size
+from solver.parallel.bucket_sort import build_sort_counted, clear
+from solver.parallel.scan import scratch_size
 
 I32Array = ti.types.ndarray(dtype=ti.i32, ndim=1)
 
@@ -172,12 +172,6 @@ def block_key(p, group, lo, inv_cell, dims):
 
 
 @ti.func
-def _reset(cell_counts: ti.template(), cells):
-    for i in range(cells):
-        cell_counts[i] = 0
-
-
-@ti.func
 def _assign_keys(
     position: ti.template(),
     removed: ti.template(),
@@ -207,10 +201,11 @@ def _build_fill_cells(num_keys: int):
     kernel: fill_cells(position, ids, removed, group, n, active, lo, inv_cell, dims, keys,
     slot_element, cell_offsets, dropped, scratch, order, sorted_keys) files the first n
     particles' keys, counts them into the cell offsets and sorts them by (key, id) into
-    `order` and `sorted_keys` (solver/parallel/bucket_sort.py). active is 1, or 0 (computed
-    on the device) to leave everything as it is. (A select on a condition Taichi folds to a
-    constant, as `1 != 0`, fails to compile for SPIR-V: hence the products.)"""
-    scan = build_scan(num_keys + 1, inclusive=True)
+    `order` and `sorted_keys` (`build_sort_counted`, solver/parallel/bucket_sort.py). active
+    is 1, or 0 (computed on the device) to leave everything as it is. (A select on a condition
+    Taichi folds to a constant, as `1 != 0`, fails to compile for SPIR-V: hence the
+    products.)"""
+    sort_counted = build_sort_counted(num_keys)
 
     @ti.func
     def fill_cells(
@@ -231,17 +226,14 @@ def _build_fill_cells(num_keys: int):
         order: ti.template(),
         sorted_keys: ti.template(),
     ):
-        counted = (num_keys + 1) * active  # active is 0 or 1
-        live = n * active
-        _reset(cell_offsets, counted)
+        clear(cell_offsets, (num_keys + 1) * active)  # active is 0 or 1
         _assign_keys(
-            position, removed, group, live, lo, inv_cell, dims, num_keys, keys, cell_offsets,
-            dropped,
+            position, removed, group, n * active, lo, inv_cell, dims, num_keys, keys,
+            cell_offsets, dropped,
         )  # fmt: skip
-        scan(cell_offsets, cell_offsets, counted, scratch)  # each key's end
-        place_in_buckets(keys, live, num_keys, cell_offsets, slot_element)  # now its start
-        placed = cell_offsets[num_keys] * active
-        rank_in_buckets(keys, ids, placed, cell_offsets, slot_element, order, sorted_keys)
+        sort_counted(
+            keys, ids, n, active, cell_offsets, scratch, slot_element, order, sorted_keys
+        )  # fmt: skip
 
     return fill_cells
 

@@ -1,8 +1,9 @@
 """Sort by (key, id) into buckets whose ends are known: a counting sort finished in place.
 
 Where every element's key is known and the keys have been counted and prefix-summed (the cell
-grid does both to build its cell offsets, solver/neighbors.py), the sort itself takes two
-parallel passes, where a radix sort takes three per digit of the key:
+grid counts them as it files its particles and keeps the sums as its cell offsets,
+solver/neighbors.py; `build_sort_counted` does the rest for it and for `BucketSort`), the sort
+itself takes two parallel passes, where a radix sort takes three per digit of the key:
 
 1. *Place.* `ends[k]` holds the end of key k's bucket (an inclusive prefix sum of the
    counts). Each element takes a slot of its bucket by an atomic decrement of its end, so
@@ -25,6 +26,13 @@ import taichi as ti
 from solver.parallel.scan import build_scan, scratch_size
 
 I32Array = ti.types.ndarray(dtype=ti.i32, ndim=1)
+
+
+@ti.func
+def clear(counts: ti.template(), n):
+    """counts[k] = 0 for k < n: the counts a sort's keys are counted into."""
+    for k in range(n):
+        counts[k] = 0
 
 
 @ti.func
@@ -59,10 +67,41 @@ def rank_in_buckets(keys: ti.template(), ids: ti.template(), placed, starts: ti.
         sorted_keys[begin + rank] = key
 
 
+def build_sort_counted(num_keys: int):
+    """A Taichi function finishing the sort of keys in [0, num_keys) once they are counted, to be
+    called at the top level of a kernel: sort_counted(keys, ids, n, active, ends, scratch,
+    slot_element, order, sorted_keys) takes `ends` holding each key's count (ends[num_keys]
+    = 0: an element whose key is num_keys is left out), prefix-sums it (`scratch` of
+    `scratch_size(num_keys + 1)`), then places and ranks the first n elements, so that
+    `ends[k]` is key k's start and order[s], sorted_keys[s] the (key, id) order. active is 1,
+    or 0 (computed on the device) to leave everything as it is; a product, not a select,
+    because a select on a condition Taichi folds to a constant fails to compile for SPIR-V."""
+    scan = build_scan(num_keys + 1, inclusive=True)
+
+    @ti.func
+    def sort_counted(
+        keys: ti.template(),
+        ids: ti.template(),
+        n,
+        active,
+        ends: ti.template(),
+        scratch: ti.template(),
+        slot_element: ti.template(),
+        order: ti.template(),
+        sorted_keys: ti.template(),
+    ):
+        scan(ends, ends, (num_keys + 1) * active, scratch)  # each key's end
+        place_in_buckets(keys, n * active, num_keys, ends, slot_element)  # now its start
+        placed = ends[num_keys] * active
+        rank_in_buckets(keys, ids, placed, ends, slot_element, order, sorted_keys)
+
+    return sort_counted
+
+
 class BucketSort:
     """The sort above as one launch, for up to `capacity` (key, id) pairs with keys in
-    [0, num_keys), counting and prefix-summing the keys itself (the cell grid does those as
-    part of its own kernel, solver/neighbors.py)."""
+    [0, num_keys), counting the keys itself (the cell grid counts them as it files its
+    particles, solver/neighbors.py, and finishes with the same `build_sort_counted`)."""
 
     def __init__(self, capacity: int, num_keys: int) -> None:
         self.capacity = max(int(capacity), 1)
@@ -70,20 +109,17 @@ class BucketSort:
         self._ends = ti.ndarray(ti.i32, shape=self.num_keys + 1)
         self._scratch = ti.ndarray(ti.i32, shape=scratch_size(self.num_keys + 1))
         self._slot_element = ti.ndarray(ti.i32, shape=self.capacity)
-        scan = build_scan(self.num_keys + 1, inclusive=True)
+        sort_counted = build_sort_counted(self.num_keys)
 
         @ti.kernel
         def bucket_sort(
             keys: I32Array, ids: I32Array, n: ti.i32, num_keys: ti.i32, ends: I32Array,
             scratch: I32Array, slot_element: I32Array, order: I32Array, sorted_keys: I32Array,
         ):  # fmt: skip
-            for k in range(num_keys + 1):
-                ends[k] = 0
+            clear(ends, num_keys + 1)
             for i in range(n):
                 ti.atomic_add(ends[keys[i]], 1)
-            scan(ends, ends, num_keys + 1, scratch)
-            place_in_buckets(keys, n, num_keys, ends, slot_element)
-            rank_in_buckets(keys, ids, n, ends, slot_element, order, sorted_keys)
+            sort_counted(keys, ids, n, 1, ends, scratch, slot_element, order, sorted_keys)
 
         self._kernel = bucket_sort
 
