@@ -17,18 +17,32 @@ from solver.simulation import Simulation
 def neighbours_per_particle(sim: Simulation) -> float:
     """Neighbours within the support per particle, now (the cells of the last sort, searched
     as far as the interaction searches; removed particles count as having none)."""
-    p = sim.particles
-    reducer = Reducer(max(p.count, 1))
-    counts = ti.ndarray(ti.f32, shape=max(p.count, 1))
-    lo, inv_cell, dims, offsets = sim.grid.kernel_args()
-    radius = sim.cfg.support_radius
-    count_neighbours(
-        p.position, p.removed, p.count, radius, radius * (1.0 + sim.skin), lo, inv_cell, dims,
-        offsets, counts,
-    )  # fmt: skip
-    total = ti.ndarray(ti.f32, shape=1)
-    reducer.sum(counts, p.count, total)
-    return float(total.to_numpy()[0]) / max(p.count, 1)
+    return NeighbourCounter(sim)()
+
+
+class NeighbourCounter:
+    """`neighbours_per_particle` of one simulation, taken again and again (a run counts at
+    every output time) without allocating its device arrays each time."""
+
+    def __init__(self, sim: Simulation) -> None:
+        capacity = max(sim.particles.count, 1)
+        self._sim = sim
+        self._reducer = Reducer(capacity)
+        self._counts = ti.ndarray(ti.f32, shape=capacity)
+        self._total = ti.ndarray(ti.f32, shape=1)
+
+    def __call__(self) -> float:
+        """Neighbours within the support per particle now (see `neighbours_per_particle`)."""
+        sim = self._sim
+        p = sim.particles
+        lo, inv_cell, dims, offsets = sim.grid.kernel_args()
+        radius = sim.cfg.support_radius
+        count_neighbours(
+            p.position, p.removed, p.count, radius, radius * (1.0 + sim.skin), lo, inv_cell,
+            dims, offsets, self._counts,
+        )  # fmt: skip
+        self._reducer.sum(self._counts, p.count, self._total)
+        return float(self._total.to_numpy()[0]) / max(p.count, 1)
 
 
 class NeighbourTally:

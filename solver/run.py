@@ -29,7 +29,7 @@ from solver.distributed.world import MpiUnavailableError, World, join_world
 from solver.health import HealthCheck, HealthLimits, NumericalFailureError
 from solver.interrupt import RunInterruptedError, StopRequest
 from solver.memory import check_memory
-from solver.neighbour_count import NeighbourTally, neighbours_per_particle
+from solver.neighbour_count import NeighbourCounter, NeighbourTally
 from solver.output.checkpoint import Checkpoint, CheckpointError, read_checkpoint, write_checkpoint
 from solver.output.device_probes import DeviceProbes
 from solver.output.files import (
@@ -191,15 +191,17 @@ def run_simulation(
     steps_here = 0
     # Neighbours counted at the output times (one kernel each), for the run's neighbour
     # interactions per second; not in a distributed run, whose ranks hold slabs.
-    neighbours = NeighbourTally() if world is None else None
+    neighbours = NeighbourTally()
+    count_neighbours = NeighbourCounter(sim) if world is None else None
+    sim.while_batch_runs = observers.record_deferred
     loop_started = wallclock.perf_counter()
     with stop.installed(), handover():
         try:
             if resume is None:
                 observers.start(sim)
             keep_last_good()
-            if neighbours is not None:
-                neighbours.add(neighbours_per_particle(sim), sim.steps)
+            if count_neighbours is not None:
+                neighbours.add(count_neighbours(), sim.steps)
             while sim.time < end and not stopping():
                 steps_before = sim.steps
                 # A batch of steps up to the next output time, with no read-back between
@@ -218,14 +220,18 @@ def run_simulation(
                     particle_steps += sim.count * (sim.steps - steps_before)
                 steps_here += sim.steps - steps_before
                 health.check()
-                observers.record_probes(probes.take())
+                # The probe rows of this batch are copied now, before the next batch refills
+                # them, and read into probes.csv while the next batch runs (or at the next
+                # output time or the loop's end, whichever comes first).
+                observers.record_deferred()  # where no batch ran them (see while_batch_runs)
+                observers.defer_probes(probes.take_sums())
                 # An output time keeps the state (see _keep_last_good); probe times copy only
                 # the probes' sums.
                 output_time = observers.observe(sim)
                 if output_time:
                     keep_last_good()
-                    if neighbours is not None:
-                        neighbours.add(neighbours_per_particle(sim), sim.steps)
+                    if count_neighbours is not None:
+                        neighbours.add(count_neighbours(), sim.steps)
                 if checkpoints is not None and checkpoints.due(sim.time):
                     if not output_time:  # else kept just now
                         keep_last_good()
@@ -241,6 +247,7 @@ def run_simulation(
                     f"stopped at step {sim.steps}, t = {sim.time:.6g} s; "
                     f"checkpoint written; resume with: dambreak run --resume {out_dir}"
                 )
+            observers.record_deferred()
             writer.close()  # every file on disk before the summary says the run is done
         except NumericalFailureError as failure:
             if not root:
@@ -253,6 +260,8 @@ def run_simulation(
         except BaseException:
             # Keep what is queued, as the synchronous writes before would have; a write error
             # (perhaps the very error raised) must not hide the one that stopped the run.
+            with contextlib.suppress(Exception):
+                observers.record_deferred()
             with contextlib.suppress(Exception):
                 writer.close()
             raise
@@ -283,7 +292,7 @@ def run_simulation(
         "wall_time_s": wallclock.perf_counter() - started,
         "compile_time_s": first_step_s,
         "particle_steps_per_second": particle_steps / steady_s if steps_here > 1 else 0.0,
-        "neighbours_per_particle": neighbours.mean if neighbours is not None else None,
+        "neighbours_per_particle": neighbours.mean,
         "mass_initial": sim.initial_fluid * cfg.particle_mass,
         "mass_final": fluid_end * cfg.particle_mass,
         "removed": sum(removed_by_reason.values()),

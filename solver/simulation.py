@@ -199,6 +199,10 @@ class Simulation:
         self.probe_sampler: Callable[[], np.ndarray] | None = None
         """Gives the sums at every probe point now (`DeviceProbes.point_sums`, which sets it);
         None: steps taken alone sample nothing."""
+        self.while_batch_runs: Callable[[], None] | None = None
+        """Host work to do once a batch's launches are queued, while the device runs them
+        (the run's probe readings of the batch before; solver/run.py), instead of after the
+        batch, when the device would wait for it. It must not touch the device."""
         self.batch_halted = False
         """Whether the last step counted stopped its batch (solver/step_batch.py events)."""
         self.moved = math.inf
@@ -432,6 +436,8 @@ class Simulation:
         slots = self._maximum.next_slots(launches)
         for k in range(launches):
             self._launch_step(k, slots[k], remaining, probe_clock, k in sorts)
+        if self.while_batch_runs is not None:
+            self.while_batch_runs()
         self._count_batch(slots, remaining, until)
         self.probe_rows_filled = True
 

@@ -217,13 +217,18 @@ class DeviceProbes:
 
     def sample(self) -> dict[str, float]:
         """The value of every probe now (metres for gauges, pascals for sensors)."""
-        return self.sampler.readings(*self.sums())
+        return self.readings(self.point_sums())
 
     def take(self) -> list[tuple[float, dict[str, float]]]:
-        """(time, values) of each probe time the simulation's last advance passed, in order:
-        a batch of fused steps sampled them into the probe rows, steps taken alone (the
-        symplectic scheme, processes of an MPI job) through `point_sums` right after the
-        step (the simulation's `probe_sampler`)."""
+        """(time, values) of each probe time the simulation's last advance passed, in order
+        (`take_sums` turned into `readings`)."""
+        return [(time, self.readings(sums)) for time, sums in self.take_sums()]
+
+    def take_sums(self) -> list[tuple[float, np.ndarray]]:
+        """(time, sums) of each probe time the simulation's last advance passed, in order,
+        the sums (points x SUMS) copied to the host: a batch of fused steps sampled them into
+        the probe rows, steps taken alone (the symplectic scheme, processes of an MPI job)
+        through `point_sums` right after the step (the simulation's `probe_sampler`)."""
         sim = self._sim
         if not sim.probe_times:
             return []
@@ -231,7 +236,8 @@ class DeviceProbes:
             rows = self._probe_points.rows.to_numpy()[:, : self._probe_points.count]
         else:
             rows = sim.probe_sums
-        return [
-            (time, self.sampler.readings(*self._split(rows[r])))
-            for r, time in enumerate(sim.probe_times)
-        ]
+        return [(time, rows[r]) for r, time in enumerate(sim.probe_times)]
+
+    def readings(self, sums: np.ndarray) -> dict[str, float]:
+        """The value of every probe from the sums at every probe point (one of `take_sums`)."""
+        return self.sampler.readings(*self._split(sums))

@@ -96,9 +96,13 @@ class RunObservers:
             else None
         )
         self.snapshot_schedule = Schedule(cfg.time.output_interval, resume.get("snapshot_index", 0))
+        self._deferred: list[tuple[float, np.ndarray]] = []
+        """Probe sums taken from the device and not yet turned into readings (`defer_probes`)."""
 
     def state(self) -> dict[str, Any]:
-        """Where the outputs stand (JSON-ready): what `RunObservers(resume=...)` continues."""
+        """Where the outputs stand (JSON-ready): what `RunObservers(resume=...)` continues,
+        the deferred probe samples recorded first."""
+        self.record_deferred()
         return {
             "snapshots_written": self.snapshots_written,
             "snapshot_index": self.snapshot_schedule.index,
@@ -131,6 +135,20 @@ class RunObservers:
         for time, values in samples:
             row = self._probes.record(time, values)
             self._writer.submit(partial(self._probes.append, row))
+
+    def defer_probes(self, samples: list[tuple[float, np.ndarray]]) -> None:
+        """Hold the probe sums of a batch (`DeviceProbes.take_sums`) until `record_deferred`,
+        which the time loop runs while the next batch is on the device (the simulation's
+        `while_batch_runs`): turning sums into readings is host work the device need not
+        wait for."""
+        self._deferred.extend(samples)
+
+    def record_deferred(self) -> None:
+        """Record the deferred probe samples (`defer_probes`), in order."""
+        if self._deferred:
+            readings = self._device_probes.readings
+            self.record_probes([(time, readings(sums)) for time, sums in self._deferred])
+            self._deferred.clear()
 
     def observe(self, sim: "Simulation") -> bool:
         """Hand over to the writer the snapshot due at the simulation's time, if one is;
