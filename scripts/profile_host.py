@@ -7,8 +7,10 @@ Runs `dambreak run` on CONFIG (default: SPHERIC test 2) to simulated time T (def
 without VTK, with the simulation's batch methods, the sort, the probe read-back and the
 observers wrapped in wall-clock timers, and prints each one's total seconds and calls. On a GPU
 the launches are asynchronous: `_launch_step` is the host's preparation of the step launches,
-`_count_batch` mostly the wait for the device to finish the batch, and what the host spends
-outside them (the sort, the probes' read-back) is time the device has nothing queued. With
+`_count_batch` mostly the wait for the device to finish the batch, `record_deferred` the probe
+readings of the batch before, made while a batch runs, and what the host spends outside them
+(the sort, the probe rows' read-back in `take_sums`, the output times' `keep` and neighbour
+count) is time the device has nothing queued. With
 TI_KERNEL_PROFILER=1 in the environment Taichi also times every kernel task on the device and
 the table of the 15 costliest follows (docs/performance.md, "Where a small case's step goes").
 """
@@ -31,6 +33,7 @@ from solver.batch_sort import BatchSort  # noqa: E402
 from solver.config import load_config  # noqa: E402
 from solver.health import HealthCheck  # noqa: E402
 from solver.neighbors import CellGrid  # noqa: E402
+from solver.neighbour_count import NeighbourCounter  # noqa: E402
 from solver.output.device_probes import DeviceProbes  # noqa: E402
 from solver.output.observers import RunObservers  # noqa: E402
 from solver.run import run_simulation  # noqa: E402
@@ -43,26 +46,30 @@ TIMED = (
     (BatchSort, "__call__"),
     (Simulation, "_sort"),
     (CellGrid, "update"),
-    (DeviceProbes, "take"),
-    (RunObservers, "record_probes"),
+    (DeviceProbes, "take_sums"),
+    (RunObservers, "record_deferred"),
     (RunObservers, "observe"),
+    (RunObservers, "state"),
+    (Simulation, "keep"),
+    (NeighbourCounter, "__call__"),
     (HealthCheck, "check"),
 )
 """(class, method) pairs timed, in the order printed."""
 
 
 def time_calls(cls: type, name: str, totals: dict[str, list[float]]) -> None:
-    """Wrap cls.name so that its calls add their wall time and count to totals[name]."""
+    """Wrap cls.name so that its calls add their wall time and count to totals["Cls.name"]."""
     method: Callable = getattr(cls, name)
-    totals[name] = [0.0, 0]
+    key = f"{cls.__name__}.{name}"
+    totals[key] = [0.0, 0]
 
     def timed(*args, **kwargs):
         started = time.perf_counter()
         try:
             return method(*args, **kwargs)
         finally:
-            totals[name][0] += time.perf_counter() - started
-            totals[name][1] += 1
+            totals[key][0] += time.perf_counter() - started
+            totals[key][1] += 1
 
     setattr(cls, name, timed)
 
@@ -91,10 +98,11 @@ def main() -> int:
         f"(compile {summary['compile_time_s']:.2f} s), "
         f"{summary['particle_steps_per_second']:.3g} particle-steps/s"
     )
-    print(f"{'phase':16} {'s':>8} {'calls':>7} {'ms/call':>8}")
-    for _, name in TIMED:
-        seconds, calls = totals[name]
-        print(f"{name:16} {seconds:8.3f} {calls:7d} {1e3 * seconds / max(calls, 1):8.3f}")
+    print(f"{'phase':32} {'s':>8} {'calls':>7} {'ms/call':>8}")
+    for cls, name in TIMED:
+        key = f"{cls.__name__}.{name}"
+        seconds, calls = totals[key]
+        print(f"{key:32} {seconds:8.3f} {calls:7d} {1e3 * seconds / max(calls, 1):8.3f}")
     if ti.lang.impl.current_cfg().kernel_profiler:
         ti.sync()
         ti.profiler.print_kernel_profiler_info("count")
