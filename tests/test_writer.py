@@ -105,6 +105,9 @@ class FakeProbes:
     def sample(self) -> dict[str, float]:
         return {"twice_t": 2.0 * self._sim.time}
 
+    def readings(self, sums: np.ndarray) -> dict[str, float]:
+        return {"twice_t": 2.0 * float(sums[0])}
+
 
 def test_background_writer_writes_the_synchronous_files_in_order(tmp_path: Path) -> None:
     """Snapshots handed to the background writer come out as the same bytes (.vtp with each
@@ -157,6 +160,43 @@ def test_background_writer_writes_the_synchronous_files_in_order(tmp_path: Path)
         np.testing.assert_allclose(series["twice_t"], 2.0 * times, rtol=0.0)
         assert (out / "probes.csv").read_text() == observers.state()["probes"]
         assert observers.state()["pvd"] == [(t, p.name) for t, p in listed]
+
+
+def test_deferred_probe_samples_are_recorded_in_order_before_any_state(tmp_path: Path) -> None:
+    """The time loop defers a batch's probe readings until the next batch runs
+    (`RunObservers.defer_probes`, `record_deferred`): the rows come out in time order, the
+    observers' state records the deferred ones first (so a kept state or a checkpoint never
+    misses a sample), and probes.csv is byte for byte the file of samples recorded at once."""
+    cfg = load_config(QUICK, ["output.vtk=false", "output.probe_interval=0.005"])
+    files = {}
+    for deferred in (False, True):
+        out = tmp_path / f"deferred_{deferred}"
+        out.mkdir()
+        sim = FakeSimulation()
+        writer = OutputWriter()
+        probes = FakeProbes(sim)
+        observers = RunObservers(cfg, out, probes, writer)
+        observers.start(sim)
+        for step in range(1, 13):
+            sim.time = 0.0025 * step
+            if step % 2:
+                continue
+            if not deferred:
+                observers.record_probes([(sim.time, probes.sample())])
+                continue
+            observers.defer_probes([(sim.time, np.array([sim.time]))])
+            if step == 6:  # the state at a kept time holds every sample taken so far
+                assert observers.state()["probes"].count("\n") == 1 + 1 + 3
+            elif step % 4 == 0:
+                observers.record_deferred()
+        observers.record_deferred()
+        writer.close()
+        observers.close()
+        files[deferred] = (out / "probes.csv").read_text()
+    assert files[True] == files[False]
+    times, series = read_probes(tmp_path / "deferred_True" / "probes.csv")
+    np.testing.assert_allclose(times, 0.005 * np.arange(7), rtol=1e-12)
+    np.testing.assert_allclose(series["twice_t"], 2.0 * times, rtol=0.0)
 
 
 def test_npz_snapshots_are_the_same_bytes_every_time(tmp_path: Path) -> None:
