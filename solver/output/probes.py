@@ -455,8 +455,12 @@ class ProbeWriter:
     @property
     def text(self) -> str:
         """The header and every row recorded so far (the file catches up as rows are
-        appended; see `record`)."""
-        return "".join(self._text)
+        appended; see `record`). The rows are joined into one string as they are asked for,
+        so that a run asking at every output time copies its text once each time rather
+        than walking every row again."""
+        if len(self._text) > 1:
+            self._text = ["".join(self._text)]
+        return self._text[0]
 
     def write(self, time: float, values: Mapping[str, float]) -> None:
         """Append the row for simulated `time`; `values` must hold every probe name."""
