@@ -602,7 +602,7 @@ class Simulation:
         in the device's float type. Takes no step when `until` is not ahead.
 
         The steps that pass a probe time are listed in `probe_times`, and the probes sampled
-        there (`probe_rows_filled`; solver/output/device_probes.py `DeviceProbes.take`).
+        there (`probe_rows_filled`; solver/output/device_probes.py `DeviceProbes.take_sums`).
         """
         self._forget_probe_times()
         if until <= self.time:

@@ -202,7 +202,7 @@ def _probed_run(cfg: Config, max_steps: int) -> tuple[Simulation, list]:
     for target in (0.01, 0.02, 0.03):
         while sim.time < target * (1.0 - 1e-12):
             sim.advance(target, max_steps)
-            samples += probes.take()
+            samples += [(t, probes.readings(sums)) for t, sums in probes.take_sums()]
             if max_steps == 1 and sim.probe_times:
                 # the step just taken passed a probe time: its probe row is the probe
                 # kernel's reading of the state now, bit for bit

@@ -160,8 +160,8 @@ class DeviceProbes:
     """The probes of a case, evaluated on its simulation's device arrays.
 
     `sums` launches the probe kernel over every point (`ProbePoints`) and reads the sums back
-    in one copy, `sample` turns them into the probe values; `take` gives the samples of the
-    probe times the simulation's last advance passed.
+    in one copy, `sample` turns them into the probe values; `take_sums` gives the sums of the
+    probe times the simulation's last advance passed, `readings` their values.
     """
 
     def __init__(self, cfg: "Config", sim: "Simulation") -> None:
@@ -218,11 +218,6 @@ class DeviceProbes:
     def sample(self) -> dict[str, float]:
         """The value of every probe now (metres for gauges, pascals for sensors)."""
         return self.readings(self.point_sums())
-
-    def take(self) -> list[tuple[float, dict[str, float]]]:
-        """(time, values) of each probe time the simulation's last advance passed, in order
-        (`take_sums` turned into `readings`)."""
-        return [(time, self.readings(sums)) for time, sums in self.take_sums()]
 
     def take_sums(self) -> list[tuple[float, np.ndarray]]:
         """(time, sums) of each probe time the simulation's last advance passed, in order,

@@ -6,7 +6,7 @@ output times, on which the run lands; the run keeps the state of each output tim
 device where it fits, as its last good one (`Simulation.keep`).
 The probes are sampled on the device by the steps that pass their times (the first step at or
 after each; solver/step_batch.py), and the observers record the samples the run hands them
-(`DeviceProbes.take`).
+(`DeviceProbes.take_sums`, read while the next batch runs: `defer_probes`).
 
 The files are written by the run's background writer (solver/output/writer.py): the observers
 copy and record on the time loop's thread, and hand the writing over. What they record (the
