@@ -57,10 +57,15 @@ TIMED = (
 """(class, method) pairs timed, in the order printed."""
 
 
+def phase_key(cls: type, name: str) -> str:
+    """The row name of cls.name in the totals and the table: "Cls.name"."""
+    return f"{cls.__name__}.{name}"
+
+
 def time_calls(cls: type, name: str, totals: dict[str, list[float]]) -> None:
-    """Wrap cls.name so that its calls add their wall time and count to totals["Cls.name"]."""
+    """Wrap cls.name so that its calls add their wall time and count to its `phase_key` row."""
     method: Callable = getattr(cls, name)
-    key = f"{cls.__name__}.{name}"
+    key = phase_key(cls, name)
     totals[key] = [0.0, 0]
 
     def timed(*args, **kwargs):
@@ -100,7 +105,7 @@ def main() -> int:
     )
     print(f"{'phase':32} {'s':>8} {'calls':>7} {'ms/call':>8}")
     for cls, name in TIMED:
-        key = f"{cls.__name__}.{name}"
+        key = phase_key(cls, name)
         seconds, calls = totals[key]
         print(f"{key:32} {seconds:8.3f} {calls:7d} {1e3 * seconds / max(calls, 1):8.3f}")
     if ti.lang.impl.current_cfg().kernel_profiler:
