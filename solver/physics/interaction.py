@@ -221,10 +221,10 @@ def build_interaction(cfg: Config, skin: float = 0.0, block_dim: int | None = No
                         for j in range(span[0], span[1]):
                             r_ij = x_i - position[j]
                             r2 = r_ij.norm_sqr()
-                            wet = True  # a dry mDBC wall particle takes no part
-                            if ti.static(not fluid_j and not boundary_rates):
-                                wet = density[j] >= rho0
-                            if r2 < support2 and j != i and removed[j] == 0 and wet:
+                            if r2 < support2 and j != i and removed[j] == 0:
+                                if ti.static(not fluid_j and not boundary_rates):
+                                    if density[j] < rho0:  # a dry mDBC wall particle
+                                        continue
                                 f = gradient_factor(ti.sqrt(r2), h)
                                 grad = r_ij * f
                                 v_ij = v_i - velocity[j]
