@@ -162,7 +162,6 @@ def build_integrator(cfg: Config) -> Integrator:
     def store_update(
         i,
         rho,
-        wall,
         flag,
         position: ti.template(),
         velocity: ti.template(),
@@ -175,11 +174,9 @@ def build_integrator(cfg: Config) -> Integrator:
         """Write particle i's new density, its pressure and its removal flag, and count it for
         the run's health check if it holds a non-finite value, or if it is flagged now and
         `counted` (it lies in this process's counting region, solver/counting_region.py; a
-        non-finite value is counted by every process that holds the particle). A `wall`
-        particle's pressure is never below 0: a density below rho0 marks a dry mDBC wall
-        particle (solver/physics/mdbc.py)."""
+        non-finite value is counted by every process that holds the particle)."""
         density[i] = rho
-        pressure[i] = tait_pressure(ti.select(wall, ti.max(rho, rho0), rho), rho0, b, gamma)
+        pressure[i] = tait_pressure(rho, rho0, b, gamma)
         removed[i] = flag
         if flag != 0 and counted:
             ti.atomic_add(health[1], 1)
@@ -264,8 +261,8 @@ def build_integrator(cfg: Config) -> Integrator:
             else:
                 rho_new = boundary_density(rho_new, rho)
             store_update(
-                i, rho_new, kind[i] != FLUID, flag, position, velocity, density, pressure, removed,
-                health, counted_here(position[i], region),
+                i, rho_new, flag, position, velocity, density, pressure, removed, health,
+                counted_here(position[i], region),
             )  # fmt: skip
 
     @ti.kernel
@@ -339,8 +336,8 @@ def build_integrator(cfg: Config) -> Integrator:
                 else:
                     rho_half = boundary_density(rho_half, rho)
                 store_update(
-                    i, rho_half, kind[i] != FLUID, flag, position, velocity, density, pressure,
-                    removed, health, counted_here(position[i], ti.Vector([region_lo, region_hi])),
+                    i, rho_half, flag, position, velocity, density, pressure, removed, health,
+                    counted_here(position[i], ti.Vector([region_lo, region_hi])),
                 )  # fmt: skip
         return step_result(dt, maxima[slot], health)
 
@@ -382,8 +379,8 @@ def build_integrator(cfg: Config) -> Integrator:
                 else:
                     rho_new = boundary_density(rho_new, rho_now)
                 store_update(
-                    i, rho_new, kind[i] != FLUID, flag, position, velocity, density, pressure,
-                    removed, health, counted_here(position[i], ti.Vector([region_lo, region_hi])),
+                    i, rho_new, flag, position, velocity, density, pressure, removed, health,
+                    counted_here(position[i], ti.Vector([region_lo, region_hi])),
                 )  # fmt: skip
         return step_result(dt, maxima[slot], health)
 

@@ -111,9 +111,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
 
 def test_quick_dam_break_has_no_nan(quick_run: Run) -> None:
     """Every field of every snapshot is finite, nothing was removed, densities stay in the
-    allowed band and no wall particle pulls (pressure 0 or more, to the float32 rounding of the
-    Tait power, 1e-6 B): the mDBC clamp, and pressure 0 on the dry wall particles above the
-    water, whose density below rho0 marks them (solver/physics/mdbc.py)."""
+    allowed band and wall particles stay at or above rho0 (the DBC clamp)."""
     cfg = quick_run.cfg
     first = quick_run.snapshots[0]
     for snap in quick_run.snapshots:
@@ -122,10 +120,7 @@ def test_quick_dam_break_has_no_nan(quick_run: Run) -> None:
         assert snap.count == first.count
         assert np.all(snap.density >= cfg.physics.rho_min)
         assert np.all(snap.density <= cfg.physics.rho_max)
-        wall = snap.kind != FLUID
-        assert np.all(snap.pressure[wall] >= -1e-6 * cfg.eos_b), snap.time
-        dry = wall & (snap.density < cfg.physics.rho0)
-        assert np.all(np.abs(snap.pressure[dry]) <= 1e-6 * cfg.eos_b), snap.time
+        assert np.all(snap.density[snap.kind != FLUID] >= cfg.physics.rho0)
     assert quick_run.summary["removed"] == 0
 
 

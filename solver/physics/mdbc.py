@@ -33,28 +33,10 @@ equation of state linearised at rest (dp = c0^2 drho):
     rho_b = rho_s (1 + g . (x_b - x_s) / c0^2).
 
 A wall particle above the water's edge (one layer over a still surface, its ghost node in the
-air) then takes the density of the water at its own height, below rho0, instead of the density
-of the water below it: without the term, the still-water tank's top layer stood 1.44 dp off the
-side walls after 2 s; with it, and that density clamped to rho0, 1.21 dp (CPU,
+air) then takes the density of the water at its own height, which is rho0 or less (clamped to
+rho0, below), instead of the density of the water below it: without the term, the still-water
+tank's top layer stood 1.44 dp off the side walls after 2 s, with it 1.21 dp (CPU,
 tests/test_still_water_mdbc.py; validation/README.md, section 4).
-
-**Dry wall particles.** Where the Shepard value is rho0 or more (the water at the centroid is
-not in tension) but the value carried to the wall particle falls below rho0, the wall particle
-lies above the height at which that water's pressure reaches zero: it faces air, and the water
-does not touch the wall there. Such a particle keeps that value below rho0 as its density, which
-marks it dry, with pressure 0, and the interaction leaves it out of every fluid particle's sums
-(pressure, viscosity and continuity; solver/physics/interaction.py). DualSPHysics 5.4 does the
-same with its mDBC2 walls (`BMODE_MDBC2OFF`: a boundary particle whose ghost node is not
-submerged takes part with zero mass), but counts a ghost node as submerged as soon as any fluid
-lies within its support. The wall particle one layer above a still free surface has the water
-below within that support, so it stays on there, and the top fluid particle next to the wall is
-pushed down and off the wall by its own pressure through it (the p_i of p_i + p_j, which the
-missing water above does not balance). Switched off, the top layer rests on the wall like the
-rest: in the still-water tank (tests/test_still_water_mdbc.py) its gap is 1.02 dp after 2 s,
-against 1.21 dp with those particles on (validation/README.md, section 4). Where the water
-itself is in tension (Shepard below rho0, a jet separating or a sheet stretching along a wall)
-the particle stays on and is clamped to rho0 as below: the criterion is the height above the
-water, not the water's state.
 
 A boundary particle deeper below the surface than the kernel support 2H (|g| / 2 > 2H: inside
 a solid obstacle, or deep in a wall's corner) can have no fluid within its support, so its
@@ -62,8 +44,8 @@ density acts on nothing: the pass skips it and it keeps rho0 (`in_reach`). The g
 these particles lie far into the water (up to the obstacle's half-width): searching around them
 would only cost time, and under MPI would need ghost layers as wide as the obstacle.
 
-Every other result is clamped to rho0 from below: the wall is non-adhesive, it pushes water but
-never pulls it (the same unilateral treatment SPlisHSPlasH's WCSPH applies to every particle's
+The result is clamped to rho0 from below: the wall is non-adhesive, it pushes water but never
+pulls it (the same unilateral treatment SPlisHSPlasH's WCSPH applies to every particle's
 density before its equation of state). This is our choice, not the paper's: DualSPHysics 5.x
 stores the extrapolated density unclamped. Measured on SPHERIC test 2 (validation/README.md,
 "mDBC clamp"), the unclamped wall doubles the tension at the impact (P3/P4 1 ms minima -38 and
@@ -138,8 +120,7 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         dims,
         cell_offsets: ti.template(),
     ):
-        """The mDBC density of boundary particle i: rho0 or more where it is wet, the
-        hydrostatic value below rho0 where it is dry (see the module)."""
+        """The mDBC density of boundary particle i."""
         g = ghost[i]
         x_g = position[i] + g
         moments = ti.Matrix.zero(float, 4, 4)
@@ -166,15 +147,13 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
             # det A and adj(A) rhs, whose ratio is (rho_g, h grad rho_g)
             det, y0, y1, y2, y3 = solve_4x4(moments, rhs)
             if ti.abs(det) >= DETERMINANT_LIMIT:
-                rho = ti.max((y0 - (y1 * g[0] + y2 * g[1] + y3 * g[2]) * inv_h) / det, rho0)
+                rho = (y0 - (y1 * g[0] + y2 * g[1] + y3 * g[2]) * inv_h) / det
             else:
-                shepard = rhs[0] / moments[0, 0]  # at the centroid x_s
+                rho = rhs[0] / moments[0, 0]  # Shepard, at the centroid x_s
                 to_centroid = ti.Vector([moments[0, 1], moments[0, 2], moments[0, 3]])
                 to_centroid *= h / moments[0, 0]  # x_s - x_g
-                rho = shepard * (1.0 + hydrostatic.dot(-g - to_centroid))  # at x_b = x_g - g
-                if shepard < rho0:  # water in tension: clamped; else below rho0 means dry
-                    rho = ti.max(rho, rho0)
-        return rho
+                rho += rho * hydrostatic.dot(-g - to_centroid)  # carried to x_b = x_g - g
+        return ti.max(rho, rho0)
 
     @ti.func
     def boundary_particle(
@@ -189,9 +168,8 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         dims,
         cell_offsets: ti.template(),
     ):
-        """Set density and pressure of boundary particle i (a density below rho0 marks it dry,
-        with pressure 0; see the module). Called for boundary particles only (the sort's
-        boundary block, from `fluid_count` on), so its kind is not tested."""
+        """Set density and pressure of boundary particle i. Called for boundary particles only
+        (the sort's boundary block, from `fluid_count` on), so its kind is not tested."""
         rho = rho0  # beyond the fluid's reach (`in_reach`)
         g = ghost[i]
         if g.dot(g) <= reach2:
@@ -199,7 +177,7 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
                 i, position, ghost, density, removed, lo, inv_cell, dims, cell_offsets
             )
         density[i] = rho
-        pressure[i] = tait_pressure(ti.max(rho, rho0), rho0, b, gamma)  # 0 where dry
+        pressure[i] = tait_pressure(rho, rho0, b, gamma)
 
     @ti.kernel
     def boundary_density(
