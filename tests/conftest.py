@@ -81,7 +81,7 @@ def on_cpu() -> str:
     return "cpu"
 
 
-PARAVIEW_TOOLS = ("pvpython", "paraview", "xvfb-run")
+PARAVIEW_TOOLS = ("pvpython", "paraview", "Xvfb")
 """What the ParaView tests start: pvpython and the GUI, both on a virtual X display."""
 
 

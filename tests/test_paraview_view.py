@@ -10,8 +10,11 @@ tests skip (fail under DAMBREAK_REQUIRE_PARAVIEW=1: see conftest.py).
 from __future__ import annotations
 
 import os
+import random
+import select
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -38,25 +41,48 @@ def run_dir(paraview_tools: dict[str, str], tmp_path_factory: pytest.TempPathFac
     return out
 
 
-def under_xvfb(
-    command: list[str], env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """`command` run by xvfb-run -a; once more if it could not reach its X server.
+@pytest.fixture(scope="module")
+def display(
+    paraview_tools: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, str]]:
+    """The environment of a private Xvfb server, started at a random display number.
 
-    xvfb-run starts Xvfb and runs the command after a fixed wait, which a loaded machine can
-    outlast: the command then aborts with "bad X server connection" (seen once in CI on the
-    2-core machine, 2026-12-03; the same test passed when run again).
+    Not `xvfb-run -a`: that picks the lowest number without a lock file in this /tmp, :99 on
+    every fresh machine, and in CI (2026-12-03 and 2026-12-06) pvpython twice in a row then
+    aborted with "bad X server connection" on :99, most likely another job's server of the
+    same number reached through the shared abstract socket. A number drawn from thousands
+    makes that clash negligible; Xvfb's -displayfd says when the server accepts connections,
+    and a number already taken (Xvfb exits) is drawn again.
     """
-    for _ in range(2):
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=TIMEOUT)
-        if "bad X server connection" not in done.stderr + done.stdout:
+    log = tmp_path_factory.mktemp("xvfb") / "xvfb.log"
+    numbers = random.Random().sample(range(1000, 30000), 5)
+    for number in numbers:
+        read, write = os.pipe()
+        command = [paraview_tools["Xvfb"], f":{number}", "-displayfd", str(write)]
+        command += ["-screen", "0", "1280x1024x24", "-nolisten", "tcp"]
+        with log.open("a") as sink:
+            server = subprocess.Popen(command, pass_fds=(write,), stdout=sink, stderr=sink)
+        os.close(write)
+        with os.fdopen(read) as pipe:
+            ready, _, _ = select.select([pipe], [], [], TIMEOUT)
+            reported = pipe.readline().strip() if ready else ""
+        if reported == str(number):
             break
-    return done
+        server.kill()
+        server.wait()
+    else:
+        pytest.fail(f"Xvfb did not start on any of :{numbers}: {log.read_text()}")
+    yield {**os.environ, "DISPLAY": f":{number}"}
+    server.terminate()
+    server.wait()
 
 
-def pvpython(tools: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """paraview_view.py with `args` under pvpython on a virtual display."""
-    return under_xvfb([tools["xvfb-run"], "-a", tools["pvpython"], str(SCRIPT), *args])
+def pvpython(
+    tools: dict[str, str], display: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """paraview_view.py with `args` under pvpython on the virtual display."""
+    command = [tools["pvpython"], str(SCRIPT), *args]
+    return subprocess.run(command, env=display, capture_output=True, text=True, timeout=TIMEOUT)
 
 
 def check_picture(path: Path) -> np.ndarray:
@@ -77,10 +103,11 @@ def check_picture(path: Path) -> np.ndarray:
 
 
 def test_last_frame_shows_the_moving_water_in_colour(
-    paraview_tools: dict[str, str], run_dir: Path, tmp_path: Path
+    paraview_tools: dict[str, str], display: dict[str, str], run_dir: Path, tmp_path: Path
 ) -> None:
     shot = tmp_path / "last.png"
-    done = pvpython(paraview_tools, str(run_dir), "--screenshot", str(shot), "--size", "640", "400")
+    args = [str(run_dir), "--screenshot", str(shot), "--size", "640", "400"]
+    done = pvpython(paraview_tools, display, *args)
     assert done.returncode == 0, done.stdout + done.stderr
     coloured = check_picture(shot)
     greenish = (coloured[:, 1] > coloured[:, 2]).mean()
@@ -88,12 +115,12 @@ def test_last_frame_shows_the_moving_water_in_colour(
 
 
 def test_time_animation_and_state(
-    paraview_tools: dict[str, str], run_dir: Path, tmp_path: Path
+    paraview_tools: dict[str, str], display: dict[str, str], run_dir: Path, tmp_path: Path
 ) -> None:
     shot, frames, state = tmp_path / "first.png", tmp_path / "frames", tmp_path / "view.pvsm"
     args = ["--time", "0", "--screenshot", str(shot), "--animation", str(frames)]
     args += ["--state", str(state), "--size", "640", "400"]
-    done = pvpython(paraview_tools, str(run_dir), *args)
+    done = pvpython(paraview_tools, display, str(run_dir), *args)
     assert done.returncode == 0, done.stdout + done.stderr
     coloured = check_picture(shot)
     dark = (coloured[:, 2] > coloured[:, 1]).mean()  # viridis' low end is purple
@@ -105,24 +132,26 @@ def test_time_animation_and_state(
     assert str(run_dir / "particles.pvd") in state.read_text(encoding="utf-8")
 
 
-def test_time_outside_the_run_is_refused(paraview_tools: dict[str, str], run_dir: Path) -> None:
-    done = pvpython(paraview_tools, str(run_dir), "--time", "5", "--screenshot", "never.png")
+def test_time_outside_the_run_is_refused(
+    paraview_tools: dict[str, str], display: dict[str, str], run_dir: Path
+) -> None:
+    args = [str(run_dir), "--time", "5", "--screenshot", "never.png"]
+    done = pvpython(paraview_tools, display, *args)
     assert done.returncode == 2
     assert "outside the run's 0 to 0.1 s" in done.stderr
 
 
 def test_the_gui_loads_the_script(
-    paraview_tools: dict[str, str], run_dir: Path, tmp_path: Path
+    paraview_tools: dict[str, str], display: dict[str, str], run_dir: Path, tmp_path: Path
 ) -> None:
     shot = tmp_path / "gui.png"
     env = {
-        **os.environ,
+        **display,
         "DAMBREAK_RUN": str(run_dir),
         "DAMBREAK_VIEW_ARGS": f"--screenshot '{shot}' --size 640 400",
     }
     # --dr: no user settings, so no first-start dialog waits for a click.
-    command = [paraview_tools["xvfb-run"], "-a", paraview_tools["paraview"], "--dr"]
-    command += [f"--script={SCRIPT}", "--exit"]
-    done = under_xvfb(command, env)
+    command = [paraview_tools["paraview"], "--dr", f"--script={SCRIPT}", "--exit"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=TIMEOUT)
     assert done.returncode == 0, done.stdout + done.stderr
     check_picture(shot)
