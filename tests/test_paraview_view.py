@@ -48,11 +48,12 @@ def display(
     """The environment of a private Xvfb server, started at a random display number.
 
     Not `xvfb-run -a`: that picks the lowest number without a lock file in this /tmp, :99 on
-    every fresh machine, and in CI (2026-12-03 and 2026-12-06) pvpython twice in a row then
-    aborted with "bad X server connection" on :99, most likely another job's server of the
-    same number reached through the shared abstract socket. A number drawn from thousands
-    makes that clash negligible; Xvfb's -displayfd says when the server accepts connections,
-    and a number already taken (Xvfb exits) is drawn again.
+    every fresh machine, and in CI (2026-12-03, and 2026-12-06 on both of a test's tries)
+    pvpython aborted with "bad X server connection" on :99 while the next tests of the module
+    passed: probably a clash over :99 with a server this machine's /tmp does not show (not
+    reproduced here, where a second Xvfb on a taken number exits). A number drawn from
+    thousands makes such a clash unlikely; Xvfb's -displayfd says when the server accepts
+    connections, and a number already taken (Xvfb exits) is drawn again.
     """
     log = tmp_path_factory.mktemp("xvfb") / "xvfb.log"
     numbers = random.Random().sample(range(1000, 30000), 5)
