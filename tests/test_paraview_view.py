@@ -10,7 +10,6 @@ tests skip (fail under DAMBREAK_REQUIRE_PARAVIEW=1: see conftest.py).
 from __future__ import annotations
 
 import os
-import random
 import select
 import subprocess
 import sys
@@ -45,34 +44,30 @@ def run_dir(paraview_tools: dict[str, str], tmp_path_factory: pytest.TempPathFac
 def display(
     paraview_tools: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, str]]:
-    """The environment of a private Xvfb server, started at a random display number.
+    """The environment of a private Xvfb server for the module's tests, started with -noreset.
 
-    Not `xvfb-run -a`: that picks the lowest number without a lock file in this /tmp, :99 on
-    every fresh machine, and in CI (2026-12-03, and 2026-12-06 on both of a test's tries)
-    pvpython aborted with "bad X server connection" on :99 while the next tests of the module
-    passed: probably a clash over :99 with a server this machine's /tmp does not show (not
-    reproduced here, where a second Xvfb on a taken number exits). A number drawn from
-    thousands makes such a clash unlikely; Xvfb's -displayfd says when the server accepts
-    connections, and a number already taken (Xvfb exits) is drawn again.
+    By default an X server resets when its last client disconnects, and a client connecting
+    during the reset is dropped: XOpenDisplay returns NULL and VTK aborts with "bad X server
+    connection" (xorg/xserver issue 1102; the same flake and fix in pyvista PR 9188 and
+    openscad PR 3037). pvpython connects more than once (its rendering-capability probe opens
+    and closes a window before the view's), so the race hit this module in CI on 2026-12-03
+    and twice on 2026-12-06, under xvfb-run and under a server of its own alike. -displayfd
+    makes Xvfb take a free display number itself and say when it accepts connections.
     """
     log = tmp_path_factory.mktemp("xvfb") / "xvfb.log"
-    numbers = random.Random().sample(range(1000, 30000), 5)
-    for number in numbers:
-        read, write = os.pipe()
-        command = [paraview_tools["Xvfb"], f":{number}", "-displayfd", str(write)]
-        command += ["-screen", "0", "1280x1024x24", "-nolisten", "tcp"]
-        with log.open("a") as sink:
-            server = subprocess.Popen(command, pass_fds=(write,), stdout=sink, stderr=sink)
-        os.close(write)
-        with os.fdopen(read) as pipe:
-            ready, _, _ = select.select([pipe], [], [], TIMEOUT)
-            reported = pipe.readline().strip() if ready else ""
-        if reported == str(number):
-            break
+    read, write = os.pipe()
+    command = [paraview_tools["Xvfb"], "-displayfd", str(write), "-noreset"]
+    command += ["-screen", "0", "1280x1024x24", "-nolisten", "tcp"]
+    with log.open("w") as sink:
+        server = subprocess.Popen(command, pass_fds=(write,), stdout=sink, stderr=sink)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        ready, _, _ = select.select([pipe], [], [], TIMEOUT)
+        number = pipe.readline().strip() if ready else ""
+    if not number:
         server.kill()
         server.wait()
-    else:
-        pytest.fail(f"Xvfb did not start on any of :{numbers}: {log.read_text()}")
+        pytest.fail(f"Xvfb did not start: {log.read_text()}")
     yield {**os.environ, "DISPLAY": f":{number}"}
     server.terminate()
     server.wait()
