@@ -3,16 +3,19 @@
 A pvpython script for ParaView 5.10 to 5.13 (it uses only paraview.simple). Run it
 
     pvpython scripts/paraview_view.py outputs/quick                      # interactive window
-    xvfb-run -a pvpython scripts/paraview_view.py outputs/quick --screenshot view.png
+    xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" \\
+        pvpython scripts/paraview_view.py outputs/quick --screenshot view.png
     pvpython scripts/paraview_view.py outputs/quick --color pressure --time 0.5 --screenshot p.png
     pvpython scripts/paraview_view.py outputs/quick --animation frames/  # every snapshot
     pvpython scripts/paraview_view.py outputs/quick --state quick.pvsm   # for File > Load State
     DAMBREAK_RUN=outputs/quick paraview --script=scripts/paraview_view.py   # in the GUI
 
-Without a screen, put `xvfb-run -a` before pvpython. In the GUI (`--script`, or Run Script in
-its Python shell) there is no command line: the run folder is $DAMBREAK_RUN (default
-outputs/dambreak) and further options can be given in $DAMBREAK_VIEW_ARGS, e.g.
-DAMBREAK_VIEW_ARGS="--color density".
+Without a screen, put `xvfb-run -a -s "-screen 0 1280x1024x24 -noreset"` before pvpython:
+pvpython connects to the X server more than once, and a server that resets when its last client
+leaves (the default) can drop the next connection ("bad X server connection"). In the GUI
+(`--script`, or Run Script in its Python shell) there is no command line: the run folder is
+$DAMBREAK_RUN (default outputs/dambreak) and further options can be given in
+$DAMBREAK_VIEW_ARGS, e.g. DAMBREAK_VIEW_ARGS="--color density".
 
 The run folder's particles.pvd lists the snapshots with their simulated times; each snapshot
 holds the point arrays id, kind (0 fluid, 1 wall, 2 obstacle), velocity, speed, pressure and
