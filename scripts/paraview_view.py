@@ -3,14 +3,14 @@
 A pvpython script for ParaView 5.10 to 5.13 (it uses only paraview.simple). Run it
 
     pvpython scripts/paraview_view.py outputs/quick                      # interactive window
-    xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" \\
-        pvpython scripts/paraview_view.py outputs/quick --screenshot view.png
+    xvfb-run -a -s "-noreset" pvpython scripts/paraview_view.py outputs/quick --screenshot v.png
     pvpython scripts/paraview_view.py outputs/quick --color pressure --time 0.5 --screenshot p.png
     pvpython scripts/paraview_view.py outputs/quick --animation frames/  # every snapshot
     pvpython scripts/paraview_view.py outputs/quick --state quick.pvsm   # for File > Load State
     DAMBREAK_RUN=outputs/quick paraview --script=scripts/paraview_view.py   # in the GUI
 
-Without a screen, put `xvfb-run -a -s "-screen 0 1280x1024x24 -noreset"` before pvpython:
+Without a screen, put `xvfb-run -a -s "-noreset"` before pvpython (`-s` replaces xvfb-run's
+default server arguments, whose screen of 1280 x 1024 x 24 is also Xvfb's own default):
 pvpython connects to the X server more than once, and a server that resets when its last client
 leaves (the default) can drop the next connection ("bad X server connection"). In the GUI
 (`--script`, or Run Script in its Python shell) there is no command line: the run folder is
