@@ -26,7 +26,13 @@ from pathlib import Path
 import numpy as np
 import taichi as ti
 
-from solver.backend import BACKEND_CHOICES, BackendError, check_capabilities, start_backend
+from solver.backend import (
+    BACKEND_CHOICES,
+    BackendError,
+    check_capabilities,
+    running_arch,
+    start_backend,
+)
 from solver.config import Config, ConfigError, load_config
 from solver.memory import available_bytes, estimate
 from solver.neighbour_count import neighbours_per_particle
@@ -241,7 +247,7 @@ def run_bench(
         compile_s=compile_s,
         setup_s=setup_s,
         first_step_after_start_s=first_step_after_start,
-        device_bytes_per_particle=memory.device_bytes / memory.particles,
+        device_bytes_per_particle=memory.device_bytes_on(running_arch()) / memory.particles,
         device_bytes_used_per_particle=used,
     )
 

@@ -46,12 +46,12 @@ def build_verlet_step(
     compiled in rather than passed: every argument adds to the host's cost of a launch,
     vectors most; for that reason the SPS closure (`interaction.sps`) gets a kernel of its
     own, which takes tau and tau_next after the other arguments, as the interaction kernel
-    does. `remaining`, `dt_prev`, `moved` and the probe clock are read by the batch's first kernel
-    only (k = 0).
+    does, and so do the CPU's pair halves (`interaction.pair_halves`), which take the `sums`
+    of a PairSums (solver/physics/pair_halves.py). `remaining`, `dt_prev`, `moved` and the
+    probe clock are read by the batch's first kernel only (k = 0).
     """
     mdbc = boundary is not None
     boundary_particle = boundary.particle if mdbc else None
-    interact_particle = interaction.particle
     verlet_particle = integrator.verlet_particle
     device_time_step = integrator.device_time_step
     lo, inv_cell, dims, _ = grid.kernel_args()
@@ -89,6 +89,7 @@ def build_verlet_step(
         points: ti.template(),
         probe_rows: ti.template(),
         stress: ti.template(),
+        sums: ti.template(),
     ):
         """The step's loops; called at a kernel's top level, they stay its parallel loops."""
         batch.begin(records, k, remaining, dt_prev, moved, last_probe, probes_left, pending)
@@ -103,13 +104,11 @@ def build_verlet_step(
                     i, position, ghost, density, pressure, removed, lo, inv_cell, dims,
                     cell_offsets,
                 )  # fmt: skip
-        ti.loop_config(block_dim=interaction.block_dim)
-        for i in range(interaction.count(live, dims, cell_offsets)):
-            interact_particle(
-                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-                cell_offsets, acceleration, density_rate, maxima, slot, stress, everywhere(),
-                density_prev, euler == 0,
-            )  # fmt: skip
+        interaction.loops(
+            live, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+            cell_offsets, acceleration, density_rate, maxima, slot, stress, everywhere(),
+            density_prev, euler == 0, sums,
+        )  # fmt: skip
         # Taken even in a halted kernel (whose update loop is empty): assigned under a
         # condition, dt compiled to other roundings of the update on the CPU (1 ulp in
         # positions), and the batched steps would no longer equal the single steps.
@@ -169,7 +168,7 @@ def build_verlet_step(
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
             sort_follows, points,
-            probe_rows, (),
+            probe_rows, (), (),
         )  # fmt: skip
 
     @ti.kernel
@@ -210,7 +209,49 @@ def build_verlet_step(
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
             sort_follows, points,
-            probe_rows, (tau, tau_next),
+            probe_rows, (tau, tau_next), (),
         )  # fmt: skip
 
-    return interact_and_verlet_sps if interaction.sps else interact_and_verlet
+    @ti.kernel
+    def interact_and_verlet_pair_halves(
+        position: ti.types.ndarray(ndim=1),
+        ghost: ti.types.ndarray(ndim=1),
+        velocity: ti.types.ndarray(ndim=1),
+        velocity_prev: ti.types.ndarray(ndim=1),
+        density: ti.types.ndarray(ndim=1),
+        density_prev: ti.types.ndarray(ndim=1),
+        pressure: ti.types.ndarray(ndim=1),
+        kind: ti.types.ndarray(ndim=1),
+        removed: ti.types.ndarray(ndim=1),
+        n: ti.i32,
+        cell_offsets: ti.types.ndarray(ndim=1),
+        acceleration: ti.types.ndarray(ndim=1),
+        density_rate: ti.types.ndarray(ndim=1),
+        maxima: ti.types.ndarray(ndim=1),
+        slot: ti.i32,
+        euler: ti.i32,
+        health: ti.types.ndarray(dtype=ti.i32, ndim=1),
+        records: ti.types.ndarray(ndim=1),
+        k: ti.i32,
+        remaining: float,
+        dt_prev: float,
+        moved: float,
+        last_probe: float,
+        probes_left: float,
+        pending: float,
+        sort_follows: ti.i32,
+        points: ti.types.ndarray(ndim=1),
+        probe_rows: ti.types.ndarray(ndim=2),
+        sums: ti.types.ndarray(ndim=2),
+    ):
+        step(
+            position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
+            removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
+            records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
+            sort_follows, points,
+            probe_rows, (), sums,
+        )  # fmt: skip
+
+    if interaction.sps:
+        return interact_and_verlet_sps
+    return interact_and_verlet_pair_halves if interaction.pair_halves else interact_and_verlet

@@ -28,7 +28,8 @@ from solver.neighbors import (
 )
 from solver.parallel.reduce import SlotMaximum
 from solver.particles import ParticleArrays
-from solver.scene import particle_count_bound
+from solver.physics.pair_halves import PairSums
+from solver.scene import fluid_count_bound, particle_count_bound
 from solver.step_batch import batch_nbytes
 
 __all__ = [
@@ -68,12 +69,19 @@ class MemoryEstimate:
     kept_bytes: int = 0
     """Bytes of the copy of its state a run keeps as the last good one (solver/kept_state.py),
     on the device where it fits, else on the host."""
+    cpu_bytes: int = 0
+    """Bytes of the arrays only the CPU backend allocates: the sums of its interaction's pair
+    halves (solver/physics/pair_halves.py)."""
+
+    def device_bytes_on(self, backend: str) -> int:
+        """Bytes of every array the simulation allocates on `backend`."""
+        return self.device_bytes + (self.cpu_bytes if backend == "cpu" else 0)
 
     def bytes_on(self, backend: str) -> int:
         """What the simulation needs on `backend`'s memory: the CPU's RAM also holds the
         scene."""
         host = self.particles * HOST_SCENE_BYTES if backend == "cpu" else 0
-        return self.device_bytes + host
+        return self.device_bytes_on(backend) + host
 
 
 def estimate(cfg: Config) -> MemoryEstimate:
@@ -100,7 +108,10 @@ def estimate(cfg: Config) -> MemoryEstimate:
         + batch_nbytes(real_bytes)
     )
     kept = arrays(spares=False) + CellGrid.offsets_nbytes(cells)
-    return MemoryEstimate(particles=capacity, cells=cells, device_bytes=device, kept_bytes=kept)
+    pair_sums = 0 if sps else PairSums.nbytes(fluid_count_bound(cfg), real_bytes)
+    return MemoryEstimate(
+        particles=capacity, cells=cells, device_bytes=device, kept_bytes=kept, cpu_bytes=pair_sums
+    )
 
 
 def estimate_bytes(cfg: Config, backend: str) -> int:

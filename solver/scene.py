@@ -95,7 +95,14 @@ from solver.mesh_particles import (
 )
 from solver.particle_kind import ParticleKind
 
-__all__ = ["Scene", "build_scene", "face_lattice", "lattice_mismatches", "particle_count_bound"]
+__all__ = [
+    "Scene",
+    "build_scene",
+    "face_lattice",
+    "fluid_count_bound",
+    "lattice_mismatches",
+    "particle_count_bound",
+]
 
 
 @dataclass(frozen=True)
@@ -479,6 +486,23 @@ def build_scene(cfg: Config) -> Scene:
     return Scene(position=position.astype(np.float64), kind=kind, ghost=ghost)
 
 
+def fluid_count_bound(cfg: Config) -> int:
+    """The fluid particles `build_scene` makes, counted without placing them: an upper bound
+    where some are carved out around obstacles or below the terrain (see
+    `particle_count_bound`)."""
+    tol = geometric_tolerance(cfg)
+    gap = surface_gap(cfg.physics.boundary)
+    tank = cfg.tank.box
+    fluid = 0
+    for block in cfg.fluid_blocks:
+        lattice = math.prod(len(_block_indices(tank, block, a, cfg.dp, tol, gap)) for a in range(3))
+        if cfg.fluid_lattice == "fitted":
+            lattice = math.prod(count for _, _, count in fitted_block_axes(cfg))
+        mesh_counted = block.mesh is not None and lattice <= MESH_COUNT_LIMIT
+        fluid += len(_fluid_block_indices(cfg, block, tol)) if mesh_counted else lattice
+    return fluid
+
+
 def particle_count_bound(cfg: Config) -> int:
     """The particles `build_scene` makes, counted without placing them (for the memory check).
 
@@ -494,13 +518,7 @@ def particle_count_bound(cfg: Config) -> int:
     tol = geometric_tolerance(cfg)
     gap = surface_gap(cfg.physics.boundary)
     tank = cfg.tank.box
-    fluid = 0
-    for block in cfg.fluid_blocks:
-        lattice = math.prod(len(_block_indices(tank, block, a, dp, tol, gap)) for a in range(3))
-        if cfg.fluid_lattice == "fitted":
-            lattice = math.prod(count for _, _, count in fitted_block_axes(cfg))
-        mesh_counted = block.mesh is not None and lattice <= MESH_COUNT_LIMIT
-        fluid += len(_fluid_block_indices(cfg, block, tol)) if mesh_counted else lattice
+    fluid = fluid_count_bound(cfg)
     wall_box = _wall_lattice_tank(cfg).box
     layers = cfg.tank.wall_layers
     total, unmarked = [], []

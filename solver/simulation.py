@@ -35,6 +35,7 @@ from solver.phase_timer import untimed
 from solver.physics.eos import tait_density, tait_pressure
 from solver.physics.interaction import build_interaction, interaction_block_dim
 from solver.physics.mdbc import build_boundary_density
+from solver.physics.pair_halves import PairSums, uses_pair_halves
 from solver.removal_log import RemovalLog
 from solver.scene import Scene, build_scene
 from solver.snapshot import STATE_KEYS, Snapshot
@@ -96,6 +97,10 @@ def resolve_cells_per_support(cfg: Config) -> int:
 class Simulation:
     """The particle state of one case on the running Taichi backend, and its time step."""
 
+    takes_pair_halves = True
+    """Whether the CPU's interaction may take each fluid pair once (solver/physics/
+    pair_halves.py): a process holding every particle; the distributed step gathers."""
+
     def __init__(self, cfg: Config, scene: Scene | None = None) -> None:
         self.cfg = cfg
         self.scene = scene if scene is not None else build_scene(cfg)
@@ -145,13 +150,16 @@ class Simulation:
         # batch stops for a sort, the host whether to sort, from the same `moved` value.
         skin_bound = self.skin * cfg.support_radius
         self._skin_bound = skin_bound if dtype == ti.f64 else float(np.float32(skin_bound))
+        fluid = self.scene.count(ParticleKind.FLUID)
+        pair_halves = uses_pair_halves(running_arch(), cfg, self.takes_pair_halves)
         self._interaction = build_interaction(
             cfg,
             self.skin,
-            interaction_block_dim(
-                running_arch(), self.scene.count(ParticleKind.FLUID), cfg.physics.precision
-            ),
+            interaction_block_dim(running_arch(), fluid, cfg.physics.precision),
+            pair_halves,
         )
+        self._pair_sums = (PairSums(fluid, dtype).sums,) if pair_halves else ()
+        """The interaction kernels' last argument on the CPU (solver/physics/pair_halves.py)."""
         self._integrator = build_integrator(cfg)
         self._boundary = (
             build_boundary_density(cfg, self.skin) if cfg.physics.boundary == "mdbc" else None
@@ -315,6 +323,7 @@ class Simulation:
                 p.density_prev,
                 self._lagged_diffusion(),
                 *self._stress_arrays(),
+                *self._pair_sums,
             )
             p.swap_stress()
         return slot
@@ -406,7 +415,7 @@ class Simulation:
             p.density_rate, self._maximum.out, slot, self._euler_at(self.steps + k),
             self._health, self._records, k, remaining, self.dt, self.moved, *probe_clock,
             float(self.flagged - self._flagged_at_sort), int(sort_follows),
-            self.probe_points.points, self.probe_points.rows, *stress,
+            self.probe_points.points, self.probe_points.rows, *stress, *self._pair_sums,
         )  # fmt: skip
         if sort_follows:
             self._batch_sort(self._records, stress[::-1])

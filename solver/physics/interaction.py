@@ -62,6 +62,7 @@ from solver.neighbors import BLOCKS, FLUID_BLOCK, block_span, fluid_count, row_c
 from solver.parallel.reduce import clear_slot, merge_max
 from solver.particle_kind import ParticleKind
 from solver.physics import density_diffusion, sps, viscosity
+from solver.physics.pair_halves import build_pair_halves
 from solver.physics.shared_formula import taichi_func
 from solver.physics.smoothing_kernels import kernel_functions
 
@@ -95,12 +96,20 @@ class Interaction(NamedTuple):
 
     `block_dim` is the GPU block size of the loop over particles (None: Taichi's default), for
     every kernel that runs `particle` in a loop of its own to set before it (`ti.loop_config`).
+
+    `loops` is the whole pass over the first `live` sorted particles as a Taichi function, its
+    loops parallel when called at a kernel's top level (the fused step calls it): the gather
+    loop running `particle`, or with `pair_halves` each fluid pair once (solver/physics/
+    pair_halves.py), whose kernel takes the `sums` array of a `PairSums` last; `loops` takes it
+    last too, () for the gather.
     """
 
     kernel: Callable
     particle: Callable
     count: Callable
+    loops: Callable
     sps: bool
+    pair_halves: bool
     block_dim: int | None
 
 
@@ -131,9 +140,13 @@ def interaction_block_dim(arch: str, fluid: int, precision: str) -> int | None:
     return LARGE_BLOCK if large else None
 
 
-def build_interaction(cfg: Config, skin: float = 0.0, block_dim: int | None = None) -> Interaction:
+def build_interaction(
+    cfg: Config, skin: float = 0.0, block_dim: int | None = None, pair_halves: bool = False
+) -> Interaction:
     """The interaction for `cfg`, its constants compiled in, its loop over particles run in GPU
-    blocks of `block_dim` threads (None: Taichi's default; see `interaction_block_dim`).
+    blocks of `block_dim` threads (None: Taichi's default; see `interaction_block_dim`), or with
+    `pair_halves` each fluid pair taken once (CPU only: see solver/physics/pair_halves.py,
+    `uses_pair_halves`).
 
     Candidates are searched within (1 + skin) 2H (see Simulation's sort schedule); particles
     flagged for removal take no part until the next sort drops them.
@@ -153,6 +166,8 @@ def build_interaction(cfg: Config, skin: float = 0.0, block_dim: int | None = No
     diffusion = cfg.physics.density_diffusion
     gx, gy, gz = cfg.physics.gravity
     boundary_rates = cfg.physics.boundary == "dbc"
+    if pair_halves and laminar_sps:
+        raise ValueError("the pair halves cover the artificial viscosity only (pair_halves.py)")
 
     @ti.func
     def interact_particle(
@@ -286,6 +301,40 @@ def build_interaction(cfg: Config, skin: float = 0.0, block_dim: int | None = No
             result = fluid_count(n, dims, cell_offsets)
         return result
 
+    @ti.func
+    def gather_loops(
+        live,
+        position: ti.template(),
+        velocity: ti.template(),
+        density: ti.template(),
+        pressure: ti.template(),
+        kind: ti.template(),
+        removed: ti.template(),
+        lo,
+        inv_cell,
+        dims,
+        cell_offsets: ti.template(),
+        acceleration: ti.template(),
+        density_rate: ti.template(),
+        maxima: ti.template(),
+        slot,
+        stress: ti.template(),
+        region,
+        density_prev: ti.template(),
+        lagged,
+        sums: ti.template(),
+    ):
+        """The gather pass over the first `live` sorted particles (`sums` is ())."""
+        ti.loop_config(block_dim=block_dim)
+        for i in range(count(live, dims, cell_offsets)):
+            interact_particle(
+                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+                cell_offsets, acceleration, density_rate, maxima, slot, stress, region,
+                density_prev, lagged,
+            )  # fmt: skip
+
+    loops = build_pair_halves(cfg, skin, interact_particle) if pair_halves else gather_loops
+
     @ti.kernel
     def interact(
         position: ti.types.ndarray(ndim=1),
@@ -309,13 +358,11 @@ def build_interaction(cfg: Config, skin: float = 0.0, block_dim: int | None = No
         lagged: ti.i32,
     ):
         clear_slot(maxima, 1 - slot)  # for the next pass (see SlotMaximum)
-        ti.loop_config(block_dim=block_dim)
-        for i in range(count(n, dims, cell_offsets)):
-            interact_particle(
-                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-                cell_offsets, acceleration, density_rate, maxima, slot, (),
-                ti.Vector([region_lo, region_hi]), density_prev, lagged,
-            )  # fmt: skip
+        gather_loops(
+            n, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+            cell_offsets, acceleration, density_rate, maxima, slot, (),
+            ti.Vector([region_lo, region_hi]), density_prev, lagged, (),
+        )  # fmt: skip
 
     @ti.kernel
     def interact_sps(
@@ -342,15 +389,44 @@ def build_interaction(cfg: Config, skin: float = 0.0, block_dim: int | None = No
         tau_next: ti.types.ndarray(ndim=1),
     ):
         clear_slot(maxima, 1 - slot)  # for the next pass (see SlotMaximum)
-        ti.loop_config(block_dim=block_dim)
-        for i in range(count(n, dims, cell_offsets)):
-            interact_particle(
-                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-                cell_offsets, acceleration, density_rate, maxima, slot, (tau, tau_next),
-                ti.Vector([region_lo, region_hi]), density_prev, lagged,
-            )  # fmt: skip
+        gather_loops(
+            n, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+            cell_offsets, acceleration, density_rate, maxima, slot, (tau, tau_next),
+            ti.Vector([region_lo, region_hi]), density_prev, lagged, (),
+        )  # fmt: skip
 
-    # A kernel's arguments are fixed: the SPS arrays get their own kernel rather than unused
-    # arguments of the default one (each argument adds to the host's cost of a launch).
-    kernel = interact_sps if laminar_sps else interact
-    return Interaction(kernel, interact_particle, count, laminar_sps, block_dim)
+    @ti.kernel
+    def interact_pair_halves(
+        position: ti.types.ndarray(ndim=1),
+        velocity: ti.types.ndarray(ndim=1),
+        density: ti.types.ndarray(ndim=1),
+        pressure: ti.types.ndarray(ndim=1),
+        kind: ti.types.ndarray(ndim=1),
+        removed: ti.types.ndarray(ndim=1),
+        n: ti.i32,
+        lo: ti.math.vec3,
+        inv_cell: float,
+        dims: ti.math.ivec3,
+        cell_offsets: ti.types.ndarray(ndim=1),
+        acceleration: ti.types.ndarray(ndim=1),
+        density_rate: ti.types.ndarray(ndim=1),
+        maxima: ti.types.ndarray(ndim=1),
+        slot: ti.i32,
+        region_lo: float,
+        region_hi: float,
+        density_prev: ti.types.ndarray(ndim=1),
+        lagged: ti.i32,
+        sums: ti.types.ndarray(ndim=2),
+    ):
+        clear_slot(maxima, 1 - slot)  # for the next pass (see SlotMaximum)
+        loops(
+            n, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+            cell_offsets, acceleration, density_rate, maxima, slot, (),
+            ti.Vector([region_lo, region_hi]), density_prev, lagged, sums,
+        )  # fmt: skip
+
+    # A kernel's arguments are fixed: the SPS arrays and the pair sums get kernels of their own
+    # rather than unused arguments of the default one (each argument adds to the host's cost of
+    # a launch). The SPS closure always gathers (`uses_pair_halves`).
+    kernel = interact_sps if laminar_sps else interact_pair_halves if pair_halves else interact
+    return Interaction(kernel, interact_particle, count, loops, laminar_sps, pair_halves, block_dim)
