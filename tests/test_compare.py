@@ -273,20 +273,25 @@ def test_unreadable_folders_exit_2(
         RunFolder.open(broken)
 
 
-def test_config_differences_ignore_precision_and_output() -> None:
+def test_config_differences_ignore_precision_summation_order_and_output() -> None:
     a = {
         "particles": {"dp": 0.01},
         "physics": {"precision": "f32", "gamma": 7.0},
+        "neighbors": {"pair_halves": True, "skin": 0.1},
         "output": {"vtk": True},
         "fluid": [{"min": [0, 0, 0]}],
     }
     b = {
         "particles": {"dp": 0.01},
         "physics": {"precision": "f64", "gamma": 7.0},
+        "neighbors": {"pair_halves": False, "cells_per_support": 3, "skin": 0.0},
         "output": {"vtk": False, "probe_interval": 0.1},
         "fluid": [{"min": [0, 0, 1]}],
     }
-    assert config_differences(a, b) == ["fluid[0].min: [0, 0, 0] vs [0, 0, 1]"]
+    assert config_differences(a, b) == [
+        "fluid[0].min: [0, 0, 0] vs [0, 0, 1]",
+        "neighbors.skin: 0.1 vs 0.0",
+    ]
 
 
 def test_common_times_match_within_relative_tolerance() -> None:
