@@ -29,9 +29,9 @@ distributed/), whose results equal one process's bit for bit with the gather, ke
 `neighbors.pair_halves = false` makes a one-process CPU run gather too, the reference several
 processes reproduce exactly.
 
-Measured on the 2-core machine (SPHERIC test 2 at dp 0.02 after 3 steps, the interaction alone,
-docs/performance.md "The fluid pairs once each on the CPU"): 70 to 75 ms against the gather's
-100 to 123 ms; 120 against 184 ms on one thread.
+Measured on the 2-core machine (SPHERIC test 2 at dp 0.02, `dambreak bench`; docs/performance.md,
+"The fluid pairs once each on the CPU"): the interaction 72 ms against the gather's 98 ms, the
+whole step 111 to 118 ms against 140 to 150 ms.
 
 Only the artificial viscosity is covered: with laminar + SPS the velocity gradient a particle
 needs for its stress would have to be summed the same way (nine more sums a particle), and the
