@@ -49,10 +49,12 @@ def build_step_phases(
     batch: BatchControl,
 ) -> StepPhases:
     """The phase kernels of a Verlet step on `grid`; `boundary` is the mDBC pass, None under
-    DBC."""
+    DBC. `interaction` gathers (several processes never take the CPU's pair halves:
+    solver/physics/pair_halves.py)."""
+    if interaction.pair_halves:
+        raise ValueError("the distributed step gathers its neighbour sums (pair_halves.py)")
     mdbc = boundary is not None
     boundary_particle = boundary.particle if mdbc else None
-    interact_particle = interaction.particle
     verlet_particle = integrator.verlet_particle
     lo, inv_cell, dims, _ = grid.kernel_args()
 
@@ -96,13 +98,11 @@ def build_step_phases(
                     i, position, ghost, density, pressure, removed, lo, inv_cell, dims,
                     cell_offsets,
                 )  # fmt: skip
-        ti.loop_config(block_dim=interaction.block_dim)
-        for i in range(interaction.count(live, dims, cell_offsets)):
-            interact_particle(
-                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-                cell_offsets, acceleration, density_rate, maxima, slot, stress,
-                ti.Vector([region_lo, region_hi]), density_prev, lagged,
-            )  # fmt: skip
+        interaction.loops(
+            live, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+            cell_offsets, acceleration, density_rate, maxima, slot, stress,
+            ti.Vector([region_lo, region_hi]), density_prev, lagged, (),
+        )  # fmt: skip
 
     @ti.kernel
     def phase_interact(
