@@ -38,6 +38,8 @@ needs for its stress would have to be summed the same way (nine more sums a part
 gather does it (`uses_pair_halves`).
 """
 
+from collections.abc import Callable
+
 import taichi as ti
 
 from solver.config import Config
@@ -54,7 +56,9 @@ hydrostatic_density_difference = taichi_func(density_diffusion.hydrostatic_densi
 
 PAIR_CHUNKS = 16
 """Chunks of the fluid block, each summed by one thread into arrays of its own: the most
-threads the pass can use, fixed so that the results do not depend on the thread count."""
+threads the pass can use, fixed so that the results do not depend on the thread count. (A
+chunk's bounds c * fluid // PAIR_CHUNKS are 32-bit: fluid blocks up to 2^31 / PAIR_CHUNKS,
+134M particles.)"""
 
 CHUNK_STRIDE = 512
 """Iterations of the chunk loop per chunk. Taichi 1.7.4's CPU backend hands a parallel loop to
@@ -94,7 +98,7 @@ class PairSums:
         return PAIR_CHUNKS * max(fluid_capacity, 1) * SUM_COMPONENTS * real_bytes
 
 
-def build_pair_halves(cfg: Config, skin: float, gather_particle):
+def build_pair_halves(cfg: Config, skin: float, gather_particle: Callable) -> Callable:
     """The interaction pass with each fluid pair taken once, as a Taichi function whose loops
     stay parallel when called at a kernel's top level. `gather_particle` is the gather's
     particle function (solver/physics/interaction.py), which the boundary block runs under DBC.
