@@ -108,7 +108,8 @@ def estimate(cfg: Config) -> MemoryEstimate:
         + batch_nbytes(real_bytes)
     )
     kept = arrays(spares=False) + CellGrid.offsets_nbytes(cells)
-    pair_sums = 0 if sps else PairSums.nbytes(fluid_count_bound(cfg), real_bytes)
+    halves = cfg.neighbors.pair_halves and not sps  # several processes gather: an upper bound
+    pair_sums = PairSums.nbytes(fluid_count_bound(cfg), real_bytes) if halves else 0
     return MemoryEstimate(
         particles=capacity, cells=cells, device_bytes=device, kept_bytes=kept, cpu_bytes=pair_sums
     )

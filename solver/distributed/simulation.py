@@ -59,7 +59,7 @@ STEP_REACH = 0.1
 class DistributedSimulation(Simulation):
     """The `Simulation` of one process of `world` (rank 0 gathers the output)."""
 
-    takes_pair_halves = False  # its step phases run the gather's particle function
+    takes_pair_halves = False  # its step phases gather (solver/physics/pair_halves.py)
 
     def __init__(self, cfg: Config, world: World, scene: Scene | None = None) -> None:
         super().__init__(cfg, scene)
