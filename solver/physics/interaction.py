@@ -97,17 +97,20 @@ class Interaction(NamedTuple):
     `block_dim` is the GPU block size of the loop over particles (None: Taichi's default), for
     every kernel that runs `particle` in a loop of its own to set before it (`ti.loop_config`).
 
-    `loops` is the whole pass over the first `live` sorted particles as a Taichi function, its
-    loops parallel when called at a kernel's top level (the fused step calls it): the gather
-    loop running `particle`, or with `pair_halves` each fluid pair once (solver/physics/
-    pair_halves.py), whose kernel takes the `sums` array of a `PairSums` last; `loops` takes it
-    last too, () for the gather.
+    With `pair_halves` (the CPU) the pass takes each fluid pair once (solver/physics/
+    pair_halves.py): `loops` is then the whole pass over the first `live` sorted particles as a
+    Taichi function whose loops stay parallel at a kernel's top level (the fused step calls
+    it), taking the `sums` array of a `PairSums` last, as the kernel does; without, `loops` is
+    None and kernels run `particle` in a loop of their own (the gather, as the GPUs run it).
+    With the gather's loop moved into a function of this tuple, every CUDA run faulted with a
+    misaligned address (an H100, 2026-12-07; the code before ran there in the same call; the
+    fault was not isolated further), so the GPUs' kernels keep the loop as it was.
     """
 
     kernel: Callable
     particle: Callable
     count: Callable
-    loops: Callable
+    loops: Callable | None
     sps: bool
     pair_halves: bool
     block_dim: int | None
@@ -301,39 +304,7 @@ def build_interaction(
             result = fluid_count(n, dims, cell_offsets)
         return result
 
-    @ti.func
-    def gather_loops(
-        live,
-        position: ti.template(),
-        velocity: ti.template(),
-        density: ti.template(),
-        pressure: ti.template(),
-        kind: ti.template(),
-        removed: ti.template(),
-        lo,
-        inv_cell,
-        dims,
-        cell_offsets: ti.template(),
-        acceleration: ti.template(),
-        density_rate: ti.template(),
-        maxima: ti.template(),
-        slot,
-        stress: ti.template(),
-        region,
-        density_prev: ti.template(),
-        lagged,
-        sums: ti.template(),
-    ):
-        """The gather pass over the first `live` sorted particles (`sums` is ())."""
-        ti.loop_config(block_dim=block_dim)
-        for i in range(count(live, dims, cell_offsets)):
-            interact_particle(
-                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-                cell_offsets, acceleration, density_rate, maxima, slot, stress, region,
-                density_prev, lagged,
-            )  # fmt: skip
-
-    loops = build_pair_halves(cfg, skin, interact_particle) if pair_halves else gather_loops
+    loops = build_pair_halves(cfg, skin, interact_particle) if pair_halves else None
 
     @ti.kernel
     def interact(
@@ -358,11 +329,13 @@ def build_interaction(
         lagged: ti.i32,
     ):
         clear_slot(maxima, 1 - slot)  # for the next pass (see SlotMaximum)
-        gather_loops(
-            n, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-            cell_offsets, acceleration, density_rate, maxima, slot, (),
-            ti.Vector([region_lo, region_hi]), density_prev, lagged, (),
-        )  # fmt: skip
+        ti.loop_config(block_dim=block_dim)
+        for i in range(count(n, dims, cell_offsets)):
+            interact_particle(
+                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+                cell_offsets, acceleration, density_rate, maxima, slot, (),
+                ti.Vector([region_lo, region_hi]), density_prev, lagged,
+            )  # fmt: skip
 
     @ti.kernel
     def interact_sps(
@@ -389,11 +362,13 @@ def build_interaction(
         tau_next: ti.types.ndarray(ndim=1),
     ):
         clear_slot(maxima, 1 - slot)  # for the next pass (see SlotMaximum)
-        gather_loops(
-            n, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-            cell_offsets, acceleration, density_rate, maxima, slot, (tau, tau_next),
-            ti.Vector([region_lo, region_hi]), density_prev, lagged, (),
-        )  # fmt: skip
+        ti.loop_config(block_dim=block_dim)
+        for i in range(count(n, dims, cell_offsets)):
+            interact_particle(
+                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+                cell_offsets, acceleration, density_rate, maxima, slot, (tau, tau_next),
+                ti.Vector([region_lo, region_hi]), density_prev, lagged,
+            )  # fmt: skip
 
     @ti.kernel
     def interact_pair_halves(
