@@ -90,9 +90,10 @@ def build_verlet_step(
         points: ti.template(),
         probe_rows: ti.template(),
         stress: ti.template(),
-        sums: ti.template(),
     ):
-        """The step's loops; called at a kernel's top level, they stay its parallel loops."""
+        """The step's loops; called at a kernel's top level, they stay its parallel loops.
+        `stress` holds the interaction's own arrays: (tau, tau_next) under the SPS closure,
+        (sums,) with the pair halves, else ()."""
         batch.begin(records, k, remaining, dt_prev, moved, last_probe, probes_left, pending)
         live = batch.live_count(records, n)
         if batch.running(records):
@@ -108,8 +109,8 @@ def build_verlet_step(
         if ti.static(interaction.pair_halves):
             interaction.loops(
                 live, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-                cell_offsets, acceleration, density_rate, maxima, slot, stress, everywhere(),
-                density_prev, euler == 0, sums,
+                cell_offsets, acceleration, density_rate, maxima, slot, (), everywhere(),
+                density_prev, euler == 0, stress[0],
             )  # fmt: skip
         else:
             ti.loop_config(block_dim=interaction.block_dim)
@@ -178,7 +179,7 @@ def build_verlet_step(
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
             sort_follows, points,
-            probe_rows, (), (),
+            probe_rows, (),
         )  # fmt: skip
 
     @ti.kernel
@@ -219,7 +220,7 @@ def build_verlet_step(
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
             sort_follows, points,
-            probe_rows, (tau, tau_next), (),
+            probe_rows, (tau, tau_next),
         )  # fmt: skip
 
     @ti.kernel
@@ -259,7 +260,7 @@ def build_verlet_step(
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
             sort_follows, points,
-            probe_rows, (), sums,
+            probe_rows, (sums,),
         )  # fmt: skip
 
     if interaction.sps:
