@@ -103,8 +103,8 @@ class Interaction(NamedTuple):
     it), taking the `sums` array of a `PairSums` last, as the kernel does; without, `loops` is
     None and kernels run `particle` in a loop of their own (the gather, as the GPUs run it).
     With the gather's loop moved into a function of this tuple, every CUDA run faulted with a
-    misaligned address (an H100, 2026-12-07; the code before ran there in the same call; the
-    fault was not isolated further), so the GPUs' kernels keep the loop as it was.
+    misaligned address (an H100, 2026-12-07; the code before ran in the next call on the same
+    machine; the fault was not isolated further), so the GPUs' kernels keep the loop as it was.
     """
 
     kernel: Callable
