@@ -52,7 +52,6 @@ def build_verlet_step(
     """
     mdbc = boundary is not None
     boundary_particle = boundary.particle if mdbc else None
-    interact_particle = interaction.particle
     verlet_particle = integrator.verlet_particle
     device_time_step = integrator.device_time_step
     lo, inv_cell, dims, _ = grid.kernel_args()
@@ -113,13 +112,11 @@ def build_verlet_step(
                 density_prev, euler == 0, stress[0],
             )  # fmt: skip
         else:
-            ti.loop_config(block_dim=interaction.block_dim)
-            for i in range(interaction.count(live, dims, cell_offsets)):
-                interact_particle(
-                    i, position, velocity, density, pressure, kind, removed, lo, inv_cell,
-                    dims, cell_offsets, acceleration, density_rate, maxima, slot, stress,
-                    everywhere(), density_prev, euler == 0,
-                )  # fmt: skip
+            interaction.gather(
+                live, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+                cell_offsets, acceleration, density_rate, maxima, slot, stress, everywhere(),
+                density_prev, euler == 0,
+            )  # fmt: skip
         # Taken even in a halted kernel (whose update loop is empty): assigned under a
         # condition, dt compiled to other roundings of the update on the CPU (1 ulp in
         # positions), and the batched steps would no longer equal the single steps.

@@ -55,7 +55,6 @@ def build_step_phases(
         raise ValueError("the distributed step gathers its neighbour sums (pair_halves.py)")
     mdbc = boundary is not None
     boundary_particle = boundary.particle if mdbc else None
-    interact_particle = interaction.particle
     verlet_particle = integrator.verlet_particle
     lo, inv_cell, dims, _ = grid.kernel_args()
 
@@ -99,13 +98,11 @@ def build_step_phases(
                     i, position, ghost, density, pressure, removed, lo, inv_cell, dims,
                     cell_offsets,
                 )  # fmt: skip
-        ti.loop_config(block_dim=interaction.block_dim)
-        for i in range(interaction.count(live, dims, cell_offsets)):
-            interact_particle(
-                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-                cell_offsets, acceleration, density_rate, maxima, slot, stress,
-                ti.Vector([region_lo, region_hi]), density_prev, lagged,
-            )  # fmt: skip
+        interaction.gather(
+            live, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+            cell_offsets, acceleration, density_rate, maxima, slot, stress,
+            ti.Vector([region_lo, region_hi]), density_prev, lagged,
+        )  # fmt: skip
 
     @ti.kernel
     def phase_interact(

@@ -81,35 +81,30 @@ def symmetric_matrix(t):
 
 
 class Interaction(NamedTuple):
-    """The interaction pass as a kernel, and as the Taichi function of one particle that the
-    kernel runs for the first `count(n, dims, cell_offsets)` of n sorted particles (fused
-    kernels run it before their own loops): all n under DBC, whose boundary particles
-    integrate the continuity equation, the fluid block alone under mDBC.
+    """The interaction pass as a kernel, and as the Taichi function `gather` that runs the
+    function of one particle over the first `count` of `live` sorted particles (fused kernels
+    call it before their own loops): all of them under DBC, whose boundary particles integrate
+    the continuity equation, the fluid block alone under mDBC.
 
     The kernel's last arguments before the SPS arrays are the counting region along x,
     region_lo and region_hi (solver/counting_region.py: EVERYWHERE for one process), whose
     particles alone enter the time-step maxima, then the previous step's densities and whether
     the density diffusion reads them (`lagged`, see the module's docstring). With the SPS
     closure (`sps`) the kernel takes two more arrays after its others, tau and tau_next (see
-    the module's docstring), and the particle function gets them as its `stress` tuple;
-    otherwise `stress` is ().
+    the module's docstring), and `gather` gets them as its `stress` tuple; otherwise `stress`
+    is ().
 
-    `block_dim` is the GPU block size of the loop over particles (None: Taichi's default), for
-    every kernel that runs `particle` in a loop of its own to set before it (`ti.loop_config`).
+    `block_dim` is the GPU block size of the loop over particles (None: Taichi's default).
 
     With `pair_halves` (the CPU) the pass takes each fluid pair once (solver/physics/
     pair_halves.py): `loops` is then the whole pass over the first `live` sorted particles as a
     Taichi function whose loops stay parallel at a kernel's top level (the fused step calls
     it), taking the `sums` array of a `PairSums` last, as the kernel does; without, `loops` is
-    None and kernels run `particle` in a loop of their own (the gather, as the GPUs run it).
-    With the gather's loop moved into a function of this tuple, every CUDA run faulted with a
-    misaligned address (an H100, 2026-12-07; the code before ran in the next call on the same
-    machine; the fault was not isolated further), so the GPUs' kernels keep the loop as it was.
+    None and kernels call `gather` (as the GPUs run the pass).
     """
 
     kernel: Callable
-    particle: Callable
-    count: Callable
+    gather: Callable
     loops: Callable | None
     sps: bool
     pair_halves: bool
@@ -304,6 +299,41 @@ def build_interaction(
             result = fluid_count(n, dims, cell_offsets)
         return result
 
+    @ti.func
+    def gather(
+        live: ti.template(),
+        position: ti.template(),
+        velocity: ti.template(),
+        density: ti.template(),
+        pressure: ti.template(),
+        kind: ti.template(),
+        removed: ti.template(),
+        lo: ti.template(),
+        inv_cell: ti.template(),
+        dims: ti.template(),
+        cell_offsets: ti.template(),
+        acceleration: ti.template(),
+        density_rate: ti.template(),
+        maxima: ti.template(),
+        slot: ti.template(),
+        stress: ti.template(),
+        region: ti.template(),
+        density_prev: ti.template(),
+        lagged: ti.template(),
+    ):
+        """The gather pass, `particle` in a loop over the first `live` sorted particles; called
+        at a kernel's top level, the loop stays its parallel loop. Every argument is a template,
+        so that the call adds no local copies: with copies (scalars passed by value), the
+        kernels it was inlined in split into other offloaded tasks and every CUDA run faulted
+        with a misaligned address (an H100, 2026-12-07, commit 8347591)."""
+        ti.loop_config(block_dim=block_dim)
+        for i in range(count(live, dims, cell_offsets)):
+            interact_particle(
+                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+                cell_offsets, acceleration, density_rate, maxima, slot, stress, region,
+                density_prev, lagged,
+            )  # fmt: skip
+
     loops = build_pair_halves(cfg, skin, interact_particle) if pair_halves else None
 
     @ti.kernel
@@ -329,13 +359,11 @@ def build_interaction(
         lagged: ti.i32,
     ):
         clear_slot(maxima, 1 - slot)  # for the next pass (see SlotMaximum)
-        ti.loop_config(block_dim=block_dim)
-        for i in range(count(n, dims, cell_offsets)):
-            interact_particle(
-                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-                cell_offsets, acceleration, density_rate, maxima, slot, (),
-                ti.Vector([region_lo, region_hi]), density_prev, lagged,
-            )  # fmt: skip
+        gather(
+            n, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+            cell_offsets, acceleration, density_rate, maxima, slot, (),
+            ti.Vector([region_lo, region_hi]), density_prev, lagged,
+        )  # fmt: skip
 
     @ti.kernel
     def interact_sps(
@@ -362,13 +390,11 @@ def build_interaction(
         tau_next: ti.types.ndarray(ndim=1),
     ):
         clear_slot(maxima, 1 - slot)  # for the next pass (see SlotMaximum)
-        ti.loop_config(block_dim=block_dim)
-        for i in range(count(n, dims, cell_offsets)):
-            interact_particle(
-                i, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
-                cell_offsets, acceleration, density_rate, maxima, slot, (tau, tau_next),
-                ti.Vector([region_lo, region_hi]), density_prev, lagged,
-            )  # fmt: skip
+        gather(
+            n, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
+            cell_offsets, acceleration, density_rate, maxima, slot, (tau, tau_next),
+            ti.Vector([region_lo, region_hi]), density_prev, lagged,
+        )  # fmt: skip
 
     @ti.kernel
     def interact_pair_halves(
@@ -404,4 +430,4 @@ def build_interaction(
     # rather than unused arguments of the default one (each argument adds to the host's cost of
     # a launch). The SPS closure always gathers (`uses_pair_halves`).
     kernel = interact_sps if laminar_sps else interact_pair_halves if pair_halves else interact
-    return Interaction(kernel, interact_particle, count, loops, laminar_sps, pair_halves, block_dim)
+    return Interaction(kernel, gather, loops, laminar_sps, pair_halves, block_dim)
