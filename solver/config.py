@@ -338,7 +338,8 @@ SCHEMA: tuple[KeySpec, ...] = (
             "into cells only when one may have moved farther than this since the last sort "
             "(0: sort every step). The symplectic scheme also sorts before its mid-step "
             "interaction when its half step may use up the skin.",
-            lo=0.0, hi=1.0, auto="0 on the cpu backend, 0.1 on GPU backends"),
+            lo=0.0, hi=1.0, auto="0.1 on GPU backends; on the cpu backend 0.05 with neighbour "
+            "lists (neighbors.lists), else 0"),
     KeySpec("neighbors", "cells_per_support", "int", "-", None,
             "Cells of the neighbour grid per kernel support 2H: smaller cells mean fewer "
             "candidates to test but more rows of cells to visit. It changes only the order in "
@@ -352,6 +353,11 @@ SCHEMA: tuple[KeySpec, ...] = (
             "(the last bits of the results); false gathers every pair from both sides, as GPUs "
             "and several processes do, so that a one-process cpu run equals a several-process "
             "one bit for bit."),
+    KeySpec("neighbors", "lists", "bool", "-", True,
+            "With the pair halves (cpu): keep each particle's neighbour candidates in a list "
+            "found at each sort and read it until the next, instead of walking the cells every "
+            "step; about 1 kB a particle. Needs a skin (the cpu's default is then 0.05). The "
+            "same sums in the same order as the walk at the same skin."),
     KeySpec("output", "vtk", "bool", "-", True, "Write particles_NNNNN.vtp snapshots."),
     KeySpec("output", "npz", "bool", "-", False,
             "Also write particles_NNNNN.npz snapshots (numpy; for machines without vtk)."),
@@ -581,6 +587,7 @@ class NeighborsConfig:
     skin: float | None = _default("neighbors", "skin")
     cells_per_support: int | None = _default("neighbors", "cells_per_support")
     pair_halves: bool = _default("neighbors", "pair_halves")
+    lists: bool = _default("neighbors", "lists")
 
 
 @dataclass(frozen=True)

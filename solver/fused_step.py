@@ -89,10 +89,12 @@ def build_verlet_step(
         points: ti.template(),
         probe_rows: ti.template(),
         stress: ti.template(),
+        lists: ti.template(),
     ):
         """The step's loops; called at a kernel's top level, they stay its parallel loops.
         `stress` holds the interaction's own arrays: (tau, tau_next) under the SPS closure,
-        (sums,) with the pair halves, else ()."""
+        (sums,) with the pair halves, else (); `lists` the neighbour lists, (lists,) where the
+        pair halves read them (solver/neighbor_lists.py), else ()."""
         batch.begin(records, k, remaining, dt_prev, moved, last_probe, probes_left, pending)
         live = batch.live_count(records, n)
         if batch.running(records):
@@ -103,13 +105,13 @@ def build_verlet_step(
             for i in range(fluid_count(live, dims, cell_offsets), live):
                 boundary_particle(
                     i, position, ghost, density, pressure, removed, lo, inv_cell, dims,
-                    cell_offsets,
+                    cell_offsets, lists,
                 )  # fmt: skip
         if ti.static(interaction.pair_halves):
             interaction.loops(
                 live, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
                 cell_offsets, acceleration, density_rate, maxima, slot, (), everywhere(),
-                density_prev, euler == 0, stress[0],
+                density_prev, euler == 0, stress[0], lists,
             )  # fmt: skip
         else:
             interaction.gather(
@@ -176,7 +178,7 @@ def build_verlet_step(
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
             sort_follows, points,
-            probe_rows, (),
+            probe_rows, (), (),
         )  # fmt: skip
 
     @ti.kernel
@@ -217,7 +219,7 @@ def build_verlet_step(
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
             sort_follows, points,
-            probe_rows, (tau, tau_next),
+            probe_rows, (tau, tau_next), (),
         )  # fmt: skip
 
     @ti.kernel
@@ -251,13 +253,14 @@ def build_verlet_step(
         points: ti.types.ndarray(ndim=1),
         probe_rows: ti.types.ndarray(ndim=2),
         sums: ti.types.ndarray(ndim=2),
+        lists: ti.types.ndarray(dtype=ti.i32, ndim=2),
     ):
         step(
             position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
             sort_follows, points,
-            probe_rows, (sums,),
+            probe_rows, (sums,), (lists,) if ti.static(interaction.lists) else (),
         )  # fmt: skip
 
     if interaction.sps:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from solver.backend import BackendInfo, load_libcuda
 from solver.config import Config, ConfigError
+from solver.neighbor_lists import LIST_SKIN, NeighbourLists
 from solver.neighbors import (
     CPU_CELLS_PER_SUPPORT,
     GPU_CELLS_PER_SUPPORT,
@@ -71,7 +72,7 @@ class MemoryEstimate:
     on the device where it fits, else on the host."""
     cpu_bytes: int = 0
     """Bytes of the arrays only the CPU backend allocates: the sums of its interaction's pair
-    halves (solver/physics/pair_halves.py)."""
+    halves (solver/physics/pair_halves.py) and its neighbour lists (solver/neighbor_lists.py)."""
 
     def device_bytes_on(self, backend: str) -> int:
         """Bytes of every array the simulation allocates on `backend`."""
@@ -110,8 +111,15 @@ def estimate(cfg: Config) -> MemoryEstimate:
     kept = arrays(spares=False) + CellGrid.offsets_nbytes(cells)
     halves = cfg.neighbors.pair_halves and not sps  # several processes gather: an upper bound
     pair_sums = PairSums.nbytes(fluid_count_bound(cfg), real_bytes) if halves else 0
+    skin = LIST_SKIN if cfg.neighbors.skin is None else cfg.neighbors.skin
+    listed = halves and cfg.neighbors.lists and skin > 0
+    lists = NeighbourLists.nbytes_bound(cfg, capacity, skin) if listed else 0
     return MemoryEstimate(
-        particles=capacity, cells=cells, device_bytes=device, kept_bytes=kept, cpu_bytes=pair_sums
+        particles=capacity,
+        cells=cells,
+        device_bytes=device,
+        kept_bytes=kept,
+        cpu_bytes=pair_sums + lists,
     )
 
 

@@ -26,6 +26,7 @@ from solver.integrate import (
     lands_on_limit,
 )
 from solver.kept_state import KeptState
+from solver.neighbor_lists import LIST_SKIN, NeighbourLists, uses_lists
 from solver.neighbors import CellGrid, default_cells_per_support
 from solver.output.device_probes import ProbePoints
 from solver.parallel.reduce import SlotMaximum
@@ -78,13 +79,16 @@ def initial_density(cfg: Config, scene: Scene) -> np.ndarray:
     return tait_density(pressure, cfg.physics.rho0, cfg.eos_b, cfg.physics.gamma)
 
 
-def resolve_skin(cfg: Config) -> float:
-    """neighbors.skin, or the running backend's default: 0 on the CPU, where the sort is
-    cheap beside the interaction, 0.1 on GPUs, where the sort's many short launches cost
-    more than the interaction itself."""
+def resolve_skin(cfg: Config, pair_halves: bool) -> float:
+    """neighbors.skin, or the running backend's default: 0.1 on GPUs, where the sort's many
+    short launches cost more than the interaction itself; on the CPU, where the sort is cheap
+    beside the interaction, 0 unless the pair halves read neighbour lists (`pair_halves` and
+    neighbors.lists), which need the skin to outlast several steps: LIST_SKIN."""
     if cfg.neighbors.skin is not None:
         return cfg.neighbors.skin
-    return 0.0 if running_arch() == "cpu" else 0.1
+    if running_arch() != "cpu":
+        return 0.1
+    return LIST_SKIN if pair_halves and cfg.neighbors.lists else 0.0
 
 
 def resolve_cells_per_support(cfg: Config) -> int:
@@ -145,21 +149,28 @@ class Simulation:
         self._flagged_at_sort = 0
         """`flagged` at the last sort: those flagged since are still in the arrays, waiting
         for the host's next sort to drop them (solver/batch_sort.py)."""
-        self.skin = resolve_skin(cfg)
+        fluid = self.scene.count(ParticleKind.FLUID)
+        pair_halves = uses_pair_halves(running_arch(), cfg, self.takes_pair_halves)
+        self.skin = resolve_skin(cfg, pair_halves)
         # The skin's distance in the device's float type: the device decides with it when a
         # batch stops for a sort, the host whether to sort, from the same `moved` value.
         skin_bound = self.skin * cfg.support_radius
         self._skin_bound = skin_bound if dtype == ti.f64 else float(np.float32(skin_bound))
-        fluid = self.scene.count(ParticleKind.FLUID)
-        pair_halves = uses_pair_halves(running_arch(), cfg, self.takes_pair_halves)
+        listed = uses_lists(cfg, pair_halves, self.skin)
         self._interaction = build_interaction(
             cfg,
             self.skin,
             interaction_block_dim(running_arch(), fluid, cfg.physics.precision),
             pair_halves,
+            listed,
         )
-        self._pair_sums = (PairSums(fluid, dtype).sums,) if pair_halves else ()
-        """The interaction kernels' last argument on the CPU (solver/physics/pair_halves.py)."""
+        self._pair_sums = PairSums(fluid, dtype).sums if pair_halves else None
+        """The pair halves' sums on the CPU (solver/physics/pair_halves.py)."""
+        self._lists = NeighbourLists(cfg, self.skin, capacity) if listed else None
+        """The neighbour lists the pair halves and the mDBC pass read, built at each sort
+        (solver/neighbor_lists.py); None: they walk the cells."""
+        self._no_lists = ti.ndarray(ti.i32, shape=(1, 1)) if pair_halves else None
+        """What the pair halves' kernels take for the lists' array when they walk."""
         self._integrator = build_integrator(cfg)
         self._boundary = (
             build_boundary_density(cfg, self.skin) if cfg.physics.boundary == "mdbc" else None
@@ -179,10 +190,14 @@ class Simulation:
             cfg.support_radius,
         )
         self._batch_sort = (
-            BatchSort(self.grid, self.particles, self._batch_control()) if self.skin > 0 else None
+            BatchSort(self.grid, self.particles, self._batch_control())
+            if self.skin > 0 and self._lists is None
+            else None
         )
         """The sort a batch queues between its steps (solver/batch_sort.py); None without a
-        skin, where every step needs a sort and the host sorts between one-step batches."""
+        skin, where every step needs a sort and the host sorts between one-step batches, and
+        with neighbour lists, which the host builds after its sorts (on the CPU, where a batch
+        ending costs no wait)."""
         self._full_step = (0.0, 0.0)
         """The last step not shortened to a target: its dt and how far it could move a
         particle (0: none yet), from which a batch's length is guessed."""
@@ -275,6 +290,8 @@ class Simulation:
         n = self.grid.update(p.position, p.id, p.removed, p.count, p.kind)
         p.reorder(self.grid.order, n)
         p.removed.fill(0)
+        if self._lists is not None:
+            self._lists.build(p.position, p.ghost, n, self.grid)
         self.moved = 0.0
         self.sorts += 1
         self._flagged_at_sort = self.flagged
@@ -297,10 +314,12 @@ class Simulation:
         lo, inv_cell, dims, offsets = self.grid.kernel_args()
         if self._boundary is not None:
             with self.phase("boundary density"):
-                self._boundary.kernel(
-                    p.position, p.ghost, p.density, p.pressure, p.removed, p.count, lo, inv_cell,
-                    dims, offsets,
-                )  # fmt: skip
+                args = (p.position, p.ghost, p.density, p.pressure, p.removed, p.count, lo,
+                        inv_cell, dims, offsets)  # fmt: skip
+                if self._lists is not None:
+                    self._boundary.listed_kernel(*args, self._lists.lists)
+                else:
+                    self._boundary.kernel(*args)
         slot = self._last_slot = self._maximum.next_slot()
         with self.phase("interaction"):
             self._interaction.kernel(
@@ -323,10 +342,19 @@ class Simulation:
                 p.density_prev,
                 self._lagged_diffusion(),
                 *self._stress_arrays(),
-                *self._pair_sums,
+                *self._pair_arrays(),
             )
             p.swap_stress()
         return slot
+
+    def _pair_arrays(self) -> tuple:
+        """The pair halves' arrays an interaction kernel takes last, (sums, lists) with the
+        lists' array as it is now (`NeighbourLists.build` may replace it), or () where the
+        interaction gathers."""
+        if self._pair_sums is None:
+            return ()
+        lists = self._lists.lists if self._lists is not None else self._no_lists
+        return (self._pair_sums, lists)
 
     def _stress_arrays(self) -> tuple:
         """The SPS stress arrays an interaction kernel takes last, (tau, tau_next) as they are
@@ -415,7 +443,7 @@ class Simulation:
             p.density_rate, self._maximum.out, slot, self._euler_at(self.steps + k),
             self._health, self._records, k, remaining, self.dt, self.moved, *probe_clock,
             float(self.flagged - self._flagged_at_sort), int(sort_follows),
-            self.probe_points.points, self.probe_points.rows, *stress, *self._pair_sums,
+            self.probe_points.points, self.probe_points.rows, *stress, *self._pair_arrays(),
         )  # fmt: skip
         if sort_follows:
             self._batch_sort(self._records, stress[::-1])
@@ -777,3 +805,9 @@ class Simulation:
         self._logged = int(state.get("logged", len(self.removal_log)))
         pending = state["particles.removed"][: self.particles.count]
         self._flagged_at_sort = self.flagged - int(np.count_nonzero(pending))
+        if self._lists is not None and not regrid:
+            # Found from the positions now, not at the sort: every pair that comes within the
+            # support before the next sort is still listed, in the walk's order, so the steps
+            # read the same sums (solver/neighbor_lists.py).
+            p = self.particles
+            self._lists.build(p.position, p.ghost, p.count, self.grid)

@@ -49,6 +49,10 @@ def dambreak_run(*argv: str) -> int:
         conftest._current = None
 
 
+ONE_STEP_BATCHES = "--set=neighbors.skin=0"
+"""No skin: a sort after every step, so each batch of steps is one step long."""
+
+
 def quick_args(out: Path, *extra: str) -> list[str]:
     """A short quick-case run on the CPU into `out`: 0.1 s, a snapshot every 0.01 s."""
     return [
@@ -416,7 +420,8 @@ def test_stop_and_failure_checkpoints_come_after_their_snapshots(
 
     with monkeypatch.context() as patch:
         patch.setattr(StopRequest, "requested", property(requested))
-        assert dambreak_run(*quick_args(tmp_path / "stopped")) == 130
+        # one-step batches, as without neighbour lists, so that the stop comes at step 60
+        assert dambreak_run(*quick_args(tmp_path / "stopped", ONE_STEP_BATCHES)) == 130
     assert "SIGINT: stopped at step 60" in capsys.readouterr().err
     stopped = read_checkpoint(tmp_path / "stopped")
     assert stopped.steps == 60 and seen == [stopped.observers["snapshots_written"]] and seen[0] >= 3
@@ -424,7 +429,7 @@ def test_stop_and_failure_checkpoints_come_after_their_snapshots(
     advance = Simulation.advance
 
     def advance_with_nan(sim: Simulation, until: float, max_steps: int) -> None:
-        if sim.steps == 30:  # the CPU's batches are one step long (no skin)
+        if sim.steps == 30:  # the batches are one step long (no skin)
             velocity = sim.particles.velocity.to_numpy()
             velocity[:] = np.nan
             sim.particles.velocity.from_numpy(velocity)
@@ -432,7 +437,7 @@ def test_stop_and_failure_checkpoints_come_after_their_snapshots(
 
     monkeypatch.setattr(Simulation, "advance", advance_with_nan)
     out = tmp_path / "failed"
-    assert dambreak_run(*quick_args(out)) == 3
+    assert dambreak_run(*quick_args(out, ONE_STEP_BATCHES)) == 3
     assert "kept: " in capsys.readouterr().err
     kept = read_checkpoint(out)
     listed = read_pvd(out / "particles.pvd")

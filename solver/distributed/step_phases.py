@@ -96,7 +96,7 @@ def build_step_phases(
             for i in range(fluid_count(live, dims, cell_offsets), live):
                 boundary_particle(
                     i, position, ghost, density, pressure, removed, lo, inv_cell, dims,
-                    cell_offsets,
+                    cell_offsets, (),
                 )  # fmt: skip
         interaction.gather(
             live, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,

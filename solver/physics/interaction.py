@@ -99,8 +99,10 @@ class Interaction(NamedTuple):
     With `pair_halves` (the CPU) the pass takes each fluid pair once (solver/physics/
     pair_halves.py): `loops` is then the whole pass over the first `live` sorted particles as a
     Taichi function whose loops stay parallel at a kernel's top level (the fused step calls
-    it), taking the `sums` array of a `PairSums` last, as the kernel does; without, `loops` is
-    None and kernels call `gather` (as the GPUs run the pass).
+    it), taking the `sums` array of a `PairSums` and then () or the neighbour lists in a tuple
+    (`lists`: solver/neighbor_lists.py); the kernel takes `sums` and the lists' array last (an
+    unused one without `lists`). Without pair halves, `loops` is None and kernels call `gather`
+    (as the GPUs run the pass).
     """
 
     kernel: Callable
@@ -108,6 +110,7 @@ class Interaction(NamedTuple):
     loops: Callable | None
     sps: bool
     pair_halves: bool
+    lists: bool
     block_dim: int | None
 
 
@@ -139,12 +142,16 @@ def interaction_block_dim(arch: str, fluid: int, precision: str) -> int | None:
 
 
 def build_interaction(
-    cfg: Config, skin: float = 0.0, block_dim: int | None = None, pair_halves: bool = False
+    cfg: Config,
+    skin: float = 0.0,
+    block_dim: int | None = None,
+    pair_halves: bool = False,
+    neighbour_lists: bool = False,
 ) -> Interaction:
     """The interaction for `cfg`, its constants compiled in, its loop over particles run in GPU
     blocks of `block_dim` threads (None: Taichi's default; see `interaction_block_dim`), or with
     `pair_halves` each fluid pair taken once (CPU only: see solver/physics/pair_halves.py,
-    `uses_pair_halves`).
+    `uses_pair_halves`), from neighbour lists with `neighbour_lists` (solver/neighbor_lists.py).
 
     Candidates are searched within (1 + skin) 2H (see Simulation's sort schedule); particles
     flagged for removal take no part until the next sort drops them.
@@ -166,6 +173,8 @@ def build_interaction(
     boundary_rates = cfg.physics.boundary == "dbc"
     if pair_halves and laminar_sps:
         raise ValueError("the pair halves cover the artificial viscosity only (pair_halves.py)")
+    if neighbour_lists and not pair_halves:
+        raise ValueError("neighbour lists are read by the pair halves only (neighbor_lists.py)")
 
     @ti.func
     def interact_particle(
@@ -418,16 +427,18 @@ def build_interaction(
         density_prev: ti.types.ndarray(ndim=1),
         lagged: ti.i32,
         sums: ti.types.ndarray(ndim=2),
+        lists: ti.types.ndarray(dtype=ti.i32, ndim=2),
     ):
         clear_slot(maxima, 1 - slot)  # for the next pass (see SlotMaximum)
         loops(
             n, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
             cell_offsets, acceleration, density_rate, maxima, slot, (),
             ti.Vector([region_lo, region_hi]), density_prev, lagged, sums,
+            (lists,) if ti.static(neighbour_lists) else (),
         )  # fmt: skip
 
     # A kernel's arguments are fixed: the SPS arrays and the pair sums get kernels of their own
     # rather than unused arguments of the default one (each argument adds to the host's cost of
     # a launch). The SPS closure always gathers (`uses_pair_halves`).
     kernel = interact_sps if laminar_sps else interact_pair_halves if pair_halves else interact
-    return Interaction(kernel, gather, loops, laminar_sps, pair_halves, block_dim)
+    return Interaction(kernel, gather, loops, laminar_sps, pair_halves, neighbour_lists, block_dim)

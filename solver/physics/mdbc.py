@@ -63,6 +63,7 @@ import numpy as np
 import taichi as ti
 
 from solver.config import Config
+from solver.neighbor_lists import list_counts, list_entry
 from solver.neighbors import FLUID_BLOCK, block_span, fluid_count, row_cells, search_cells
 from solver.physics import eos
 from solver.physics.shared_formula import taichi_func
@@ -87,9 +88,12 @@ def in_reach(ghost: np.ndarray, support: float) -> np.ndarray:
 
 class BoundaryDensity(NamedTuple):
     """The mDBC pass as a kernel, and as the Taichi function of one boundary particle (fused
-    kernels run it over the boundary block before the interaction)."""
+    kernels run it over the boundary block before the interaction), whose last argument is ()
+    or the neighbour lists in a tuple."""
 
     kernel: Callable
+    listed_kernel: Callable
+    """The kernel reading neighbour lists (solver/neighbor_lists.py), their array last."""
     particle: Callable
 
 
@@ -134,6 +138,49 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         return a, b
 
     @ti.func
+    def add_fluid_neighbour(
+        x_g: ti.template(),
+        j: ti.template(),
+        position: ti.template(),
+        density: ti.template(),
+        removed: ti.template(),
+        volume_w: ti.template(),
+        volume_w_r: ti.template(),
+        volume_f_r: ti.template(),
+        volume_f_rr: ti.template(),
+        sum_w: ti.template(),
+        sum_f_r: ti.template(),
+    ):
+        """Add fluid particle j's terms to a ghost node's sums (see `assemble_moments`) if it
+        lies within the support of x_g. Every argument is a template, passed by reference, so
+        that the call adds no local copies to the GPU kernels (solver/physics/interaction.py,
+        `Interaction.gather`)."""
+        r = x_g - position[j]
+        r2 = r.norm_sqr()
+        if r2 < support2 and removed[j] == 0:
+            distance = ti.sqrt(r2)
+            w = kernel_w(distance, h)
+            f = kernel_f(distance, h)  # grad_g W_gj = F_gj r
+            volume = mass / density[j]
+            f_r = f * r
+            volume_f = volume * f_r
+            volume_w += volume * w
+            volume_w_r += (volume * w) * r
+            volume_f_r += volume_f
+            volume_f_rr += ti.Vector(
+                [
+                    volume_f[0] * r[0],
+                    volume_f[0] * r[1],
+                    volume_f[0] * r[2],
+                    volume_f[1] * r[1],
+                    volume_f[1] * r[2],
+                    volume_f[2] * r[2],
+                ]
+            )
+            sum_w += w
+            sum_f_r += f_r
+
+    @ti.func
     def ghost_density(
         i,
         position: ti.template(),
@@ -144,8 +191,10 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         inv_cell,
         dims,
         cell_offsets: ti.template(),
+        lists: ti.template(),
     ):
-        """The mDBC density of boundary particle i."""
+        """The mDBC density of boundary particle i, over the fluid of its neighbour list where
+        `lists` holds one (solver/neighbor_lists.py), else of the cells around its ghost node."""
         g = ghost[i]
         x_g = position[i] + g
         # The thirteen distinct sums of A and the four of b (see `assemble_moments`), r = x_g - x_j
@@ -155,36 +204,24 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         volume_f_rr = ti.Vector.zero(float, 6)  # sum V_j F_gj r r^T: xx, xy, xz, yy, yz, zz
         sum_w = 0.0  # sum W_gj
         sum_f_r = ti.Vector.zero(float, 3)  # sum F_gj r
-        box = search_cells(x_g, search_radius, lo, inv_cell, dims)
-        for cz in range(box[0, 2], box[1, 2] + 1):
-            for cy in range(box[0, 1], box[1, 1] + 1):
-                cells = row_cells(x_g, search_radius, cy, cz, lo, inv_cell, dims)
-                span = block_span(cells, FLUID_BLOCK, dims, cell_offsets)  # the fluid alone
-                for j in range(span[0], span[1]):
-                    r = x_g - position[j]
-                    r2 = r.norm_sqr()
-                    if r2 < support2 and removed[j] == 0:
-                        distance = ti.sqrt(r2)
-                        w = kernel_w(distance, h)
-                        f = kernel_f(distance, h)  # grad_g W_gj = F_gj r
-                        volume = mass / density[j]
-                        f_r = f * r
-                        volume_f = volume * f_r
-                        volume_w += volume * w
-                        volume_w_r += (volume * w) * r
-                        volume_f_r += volume_f
-                        volume_f_rr += ti.Vector(
-                            [
-                                volume_f[0] * r[0],
-                                volume_f[0] * r[1],
-                                volume_f[0] * r[2],
-                                volume_f[1] * r[1],
-                                volume_f[1] * r[2],
-                                volume_f[2] * r[2],
-                            ]
-                        )
-                        sum_w += w
-                        sum_f_r += f_r
+        if ti.static(len(lists) > 0):
+            for e in range(list_counts(lists[0], i)[1]):
+                j = list_entry(lists[0], i, e)
+                add_fluid_neighbour(
+                    x_g, j, position, density, removed, volume_w, volume_w_r, volume_f_r,
+                    volume_f_rr, sum_w, sum_f_r,
+                )  # fmt: skip
+        else:
+            box = search_cells(x_g, search_radius, lo, inv_cell, dims)
+            for cz in range(box[0, 2], box[1, 2] + 1):
+                for cy in range(box[0, 1], box[1, 1] + 1):
+                    cells = row_cells(x_g, search_radius, cy, cz, lo, inv_cell, dims)
+                    span = block_span(cells, FLUID_BLOCK, dims, cell_offsets)  # the fluid alone
+                    for j in range(span[0], span[1]):
+                        add_fluid_neighbour(
+                            x_g, j, position, density, removed, volume_w, volume_w_r,
+                            volume_f_r, volume_f_rr, sum_w, sum_f_r,
+                        )  # fmt: skip
         moments, rhs = assemble_moments(
             volume_w, volume_w_r, volume_f_r, volume_f_rr, sum_w, sum_f_r
         )
@@ -213,14 +250,16 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         inv_cell,
         dims,
         cell_offsets: ti.template(),
+        lists: ti.template(),
     ):
         """Set density and pressure of boundary particle i. Called for boundary particles only
-        (the sort's boundary block, from `fluid_count` on), so its kind is not tested."""
+        (the sort's boundary block, from `fluid_count` on), so its kind is not tested. `lists`
+        is () or holds the neighbour lists (`ghost_density`)."""
         rho = rho0  # beyond the fluid's reach (`in_reach`)
         g = ghost[i]
         if g.dot(g) <= reach2:
             rho = ghost_density(
-                i, position, ghost, density, removed, lo, inv_cell, dims, cell_offsets
+                i, position, ghost, density, removed, lo, inv_cell, dims, cell_offsets, lists
             )
         density[i] = rho
         pressure[i] = tait_pressure(rho, rho0, b, gamma)
@@ -241,6 +280,27 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         for i in range(fluid_count(n, dims, cell_offsets), n):  # the boundary block
             boundary_particle(
                 i, position, ghost, density, pressure, removed, lo, inv_cell, dims, cell_offsets,
+                (),
             )  # fmt: skip
 
-    return BoundaryDensity(boundary_density, boundary_particle)
+    @ti.kernel
+    def boundary_density_listed(
+        position: ti.types.ndarray(ndim=1),
+        ghost: ti.types.ndarray(ndim=1),
+        density: ti.types.ndarray(ndim=1),
+        pressure: ti.types.ndarray(ndim=1),
+        removed: ti.types.ndarray(ndim=1),
+        n: ti.i32,
+        lo: ti.math.vec3,
+        inv_cell: float,
+        dims: ti.math.ivec3,
+        cell_offsets: ti.types.ndarray(ndim=1),
+        lists: ti.types.ndarray(dtype=ti.i32, ndim=2),
+    ):
+        for i in range(fluid_count(n, dims, cell_offsets), n):  # the boundary block
+            boundary_particle(
+                i, position, ghost, density, pressure, removed, lo, inv_cell, dims, cell_offsets,
+                (lists,),
+            )  # fmt: skip
+
+    return BoundaryDensity(boundary_density, boundary_density_listed, boundary_particle)

@@ -44,6 +44,7 @@ import taichi as ti
 
 from solver.config import Config
 from solver.counting_region import counted_here
+from solver.neighbor_lists import list_counts, list_entry
 from solver.neighbors import BLOCKS, FLUID_BLOCK, block_span, fluid_count, row_cells, search_cells
 from solver.parallel.reduce import merge_max
 from solver.physics import density_diffusion, viscosity
@@ -120,9 +121,73 @@ def build_pair_halves(cfg: Config, skin: float, gather_particle: Callable) -> Ca
     boundary_rates = cfg.physics.boundary == "dbc"
 
     @ti.func
+    def pair(
+        i,
+        j,
+        c,
+        fluid_j: ti.template(),
+        r_ij,
+        r2,
+        own: ti.template(),
+        position: ti.template(),
+        velocity: ti.template(),
+        density: ti.template(),
+        pressure: ti.template(),
+        region,
+        density_prev: ti.template(),
+        lagged,
+        sums: ti.template(),
+        acc: ti.template(),
+        rate: ti.template(),
+        visc: ti.template(),
+    ):
+        """The terms of the pair (i, j) within the support: i's added to acc, rate and visc,
+        and under `fluid_j` j's to chunk c's sums. `own` holds i's values (`own_values`)."""
+        v_i, rho_i, rho_diffused_i, inv_rho_diffused_i, p_i, inv_rho_i, counted_i = own
+        mass = ti.static(fluid_mass if fluid_j else boundary_mass)  # m_j
+        f = gradient_factor(ti.sqrt(r2), h)
+        grad = r_ij * f  # grad_i W_ij = -grad_j W_ji
+        v_ij = v_i - velocity[j]
+        continuity = mass * v_ij.dot(grad)  # the same for j (m_i = m_j)
+        rho_j = density[j]
+        inv_rho_j = 1.0 / rho_j
+        inv_r2_eta2 = 1.0 / (r2 + eta2)
+        v_dot_r = v_ij.dot(r_ij)
+        pressure_term = (p_i + pressure[j]) * inv_rho_i * inv_rho_j
+        pi_ij = monaghan_pi(v_dot_r, inv_r2_eta2, 0.5 * (rho_i + rho_j), h, alpha, c0)
+        force = mass * (pressure_term + pi_ij) * grad
+        acc -= force
+        rate += continuity
+        if counted_i or counted_here(position[j], region):
+            visc = ti.max(visc, ti.abs(v_dot_r) * inv_r2_eta2)
+        if ti.static(fluid_j):
+            rate_j = continuity
+            if ti.static(diffusion != "none"):
+                rho_diffused_j = rho_j
+                inv_rho_diffused_j = inv_rho_j
+                if lagged:
+                    rho_diffused_j = density_prev[j]
+                    inv_rho_diffused_j = 1.0 / rho_diffused_j
+                difference = rho_diffused_j - rho_diffused_i  # i's; j's is -
+                difference_j = -difference
+                if ti.static(diffusion == "fourtakas"):
+                    below = -ti.Vector([gx, gy, gz]).dot(r_ij)  # g . r_ji
+                    difference -= hydrostatic_density_difference(below, rho0, b, gamma)
+                    difference_j -= hydrostatic_density_difference(-below, rho0, b, gamma)
+                rate += diffusion_pair_term(
+                    difference, r2, inv_r2_eta2, f, inv_rho_diffused_j, mass, h, c0, delta
+                )
+                rate_j += diffusion_pair_term(
+                    difference_j, r2, inv_r2_eta2, f, inv_rho_diffused_i, mass, h, c0, delta
+                )
+            # a plain read and write: chunk c's thread alone writes here
+            sums[c, j] = sums[c, j] + ti.Vector([force[0], force[1], force[2], rate_j])
+
+    @ti.func
     def fluid_particle(
         i,
         c,
+        fluid,
         position: ti.template(),
         velocity: ti.template(),
         density: ti.template(),
@@ -138,10 +203,11 @@ def build_pair_halves(cfg: Config, skin: float, gather_particle: Callable) -> Ca
         density_prev: ti.template(),
         lagged,
         sums: ti.template(),
+        lists: ti.template(),
     ):
         """Fluid particle i's pairs with the boundary and with the fluid above it in the sort,
-        added to chunk c's sums (both particles' shares of a fluid pair)."""
-        gravity = ti.Vector([gx, gy, gz])
+        added to chunk c's sums (both particles' shares of a fluid pair): from its neighbour
+        list where `lists` holds one (solver/neighbor_lists.py), else by walking the cells."""
         x_i = position[i]
         v_i = velocity[i]
         rho_i = density[i]
@@ -153,70 +219,44 @@ def build_pair_halves(cfg: Config, skin: float, gather_particle: Callable) -> Ca
         p_i = pressure[i]
         inv_rho_i = 1.0 / rho_i
         counted_i = counted_here(x_i, region)
+        own = (v_i, rho_i, rho_diffused_i, inv_rho_diffused_i, p_i, inv_rho_i, counted_i)
         acc = ti.Vector([0.0, 0.0, 0.0])
         rate = 0.0
         visc = 0.0
-        box = search_cells(x_i, search_radius, lo, inv_cell, dims)
-        for cz in range(box[0, 2], box[1, 2] + 1):
-            for cy in range(box[0, 1], box[1, 1] + 1):
-                cells = row_cells(x_i, search_radius, cy, cz, lo, inv_cell, dims)
-                for block in ti.static(range(BLOCKS)):
-                    fluid_j = ti.static(block == FLUID_BLOCK)
-                    mass = ti.static(fluid_mass if fluid_j else boundary_mass)  # m_j
-                    span = block_span(cells, block, dims, cell_offsets)
-                    if ti.static(fluid_j):
-                        span[0] = ti.max(span[0], i + 1)  # each fluid pair from its lower index
-                    for j in range(span[0], span[1]):
-                        r_ij = x_i - position[j]
-                        r2 = r_ij.norm_sqr()
-                        if r2 < support2 and removed[j] == 0:
-                            f = gradient_factor(ti.sqrt(r2), h)
-                            grad = r_ij * f  # grad_i W_ij = -grad_j W_ji
-                            v_ij = v_i - velocity[j]
-                            continuity = mass * v_ij.dot(grad)  # the same for j (m_i = m_j)
-                            rho_j = density[j]
-                            inv_rho_j = 1.0 / rho_j
-                            inv_r2_eta2 = 1.0 / (r2 + eta2)
-                            v_dot_r = v_ij.dot(r_ij)
-                            pressure_term = (p_i + pressure[j]) * inv_rho_i * inv_rho_j
-                            pi_ij = monaghan_pi(
-                                v_dot_r, inv_r2_eta2, 0.5 * (rho_i + rho_j), h, alpha, c0
-                            )
-                            force = mass * (pressure_term + pi_ij) * grad
-                            acc -= force
-                            rate += continuity
-                            if counted_i or counted_here(position[j], region):
-                                visc = ti.max(visc, ti.abs(v_dot_r) * inv_r2_eta2)
-                            if ti.static(fluid_j):
-                                rate_j = continuity
-                                if ti.static(diffusion != "none"):
-                                    rho_diffused_j = rho_j
-                                    inv_rho_diffused_j = inv_rho_j
-                                    if lagged:
-                                        rho_diffused_j = density_prev[j]
-                                        inv_rho_diffused_j = 1.0 / rho_diffused_j
-                                    difference = rho_diffused_j - rho_diffused_i  # i's; j's is -
-                                    difference_j = -difference
-                                    if ti.static(diffusion == "fourtakas"):
-                                        below = -gravity.dot(r_ij)  # g . r_ji
-                                        difference -= hydrostatic_density_difference(
-                                            below, rho0, b, gamma
-                                        )
-                                        difference_j -= hydrostatic_density_difference(
-                                            -below, rho0, b, gamma
-                                        )
-                                    rate += diffusion_pair_term(
-                                        difference, r2, inv_r2_eta2, f, inv_rho_diffused_j,
-                                        mass, h, c0, delta,
-                                    )  # fmt: skip
-                                    rate_j += diffusion_pair_term(
-                                        difference_j, r2, inv_r2_eta2, f, inv_rho_diffused_i,
-                                        mass, h, c0, delta,
-                                    )  # fmt: skip
-                                # a plain read and write: chunk c's thread alone writes here
-                                sums[c, j] = sums[c, j] + ti.Vector(
-                                    [force[0], force[1], force[2], rate_j]
-                                )
+        if ti.static(len(lists) > 0):
+            counts = list_counts(lists[0], i)  # the fluid first, then the boundary
+            for block in ti.static(range(BLOCKS)):
+                first, end = 0, counts[0]
+                if ti.static(block != FLUID_BLOCK):
+                    first, end = counts[0], counts[1]
+                for e in range(first, end):
+                    j = list_entry(lists[0], i, e)
+                    r_ij = x_i - position[j]
+                    r2 = r_ij.norm_sqr()
+                    if r2 < support2 and removed[j] == 0:
+                        pair(
+                            i, j, c, ti.static(block == FLUID_BLOCK), r_ij, r2, own, position,
+                            velocity, density, pressure, region, density_prev, lagged, sums,
+                            acc, rate, visc,
+                        )  # fmt: skip
+        else:
+            box = search_cells(x_i, search_radius, lo, inv_cell, dims)
+            for block in ti.static(range(BLOCKS)):  # the fluid's rows, then the boundary's
+                for cz in range(box[0, 2], box[1, 2] + 1):
+                    for cy in range(box[0, 1], box[1, 1] + 1):
+                        cells = row_cells(x_i, search_radius, cy, cz, lo, inv_cell, dims)
+                        span = block_span(cells, block, dims, cell_offsets)
+                        if ti.static(block == FLUID_BLOCK):
+                            span[0] = ti.max(span[0], i + 1)  # each fluid pair from its lower
+                        for j in range(span[0], span[1]):
+                            r_ij = x_i - position[j]
+                            r2 = r_ij.norm_sqr()
+                            if r2 < support2 and removed[j] == 0:
+                                pair(
+                                    i, j, c, ti.static(block == FLUID_BLOCK), r_ij, r2, own,
+                                    position, velocity, density, pressure, region,
+                                    density_prev, lagged, sums, acc, rate, visc,
+                                )  # fmt: skip
         sums[c, i] = sums[c, i] + ti.Vector([acc[0], acc[1], acc[2], rate])
         merge_max(maxima, slot, ti.Vector([0.0, 0.0, visc]))
 
@@ -242,6 +282,7 @@ def build_pair_halves(cfg: Config, skin: float, gather_particle: Callable) -> Ca
         density_prev: ti.template(),
         lagged,
         sums: ti.template(),
+        lists: ti.template(),
     ):
         """The pass over the first `live` sorted particles: the chunks, then each fluid
         particle's sums added up in chunk order (and cleared), then under DBC the boundary
@@ -253,9 +294,9 @@ def build_pair_halves(cfg: Config, skin: float, gather_particle: Callable) -> Ca
                 for i in range(c * fluid // PAIR_CHUNKS, (c + 1) * fluid // PAIR_CHUNKS):
                     if removed[i] == 0:
                         fluid_particle(
-                            i, c, position, velocity, density, pressure, removed, lo,
+                            i, c, fluid, position, velocity, density, pressure, removed, lo,
                             inv_cell, dims, cell_offsets, maxima, slot, region, density_prev,
-                            lagged, sums,
+                            lagged, sums, lists,
                         )  # fmt: skip
         for i in range(fluid):
             total = sums[0, i]
