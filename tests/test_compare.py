@@ -284,7 +284,7 @@ def test_config_differences_ignore_precision_summation_order_and_output() -> Non
     b = {
         "particles": {"dp": 0.01},
         "physics": {"precision": "f64", "gamma": 7.0},
-        "neighbors": {"pair_halves": False, "cells_per_support": 3, "skin": 0.0},
+        "neighbors": {"pair_halves": False, "cells_per_support": 3, "lists": False, "skin": 0.0},
         "output": {"vtk": False, "probe_interval": 0.1},
         "fluid": [{"min": [0, 0, 1]}],
     }

@@ -16,9 +16,9 @@ the neighbour sums taken in two orders) are compared at every snapshot time they
 Verdict (the exit status): 0 when every macroscopic quantity agrees within its tolerance at
 every common time, 1 otherwise, 2 when the runs cannot be compared (unreadable folder, configs
 that differ in anything but physics.precision, the keys that only order the neighbour sums
-(neighbors.cells_per_support and neighbors.pair_halves) and the [output] section, different
-particle id sets at the first snapshot, no common snapshot time). Tolerances (command-line
-options):
+(neighbors.cells_per_support, neighbors.pair_halves and neighbors.lists) and the [output]
+section, different particle id sets at the first snapshot, no common snapshot time).
+Tolerances (command-line options):
 
 - energy: |E_A - E_B| <= tol_energy * E_p,A(t0) for kinetic and potential energy (default 2 %)
 - centre of mass: |com_A - com_B| <= tol_com_dp dp (default 2 dp)
@@ -76,6 +76,7 @@ IGNORED_CONFIG_KEYS: tuple[str, ...] = (
     "physics.precision",
     "neighbors.cells_per_support",
     "neighbors.pair_halves",
+    "neighbors.lists",
     "output",
 )
 
