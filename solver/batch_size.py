@@ -17,8 +17,8 @@ steps, the smaller of
 - the steps to the batch's target time at the last full step's dt, plus one spare for a step
   that shrinks on the way.
 
-Without a skin (the CPU default) a sort is due after every step, so batches are one step long
-and no launch is wasted.
+Without a skin (the CPU's default when it keeps no neighbour lists) a sort is due after every
+step, so batches are one step long and no launch is wasted.
 """
 
 import math

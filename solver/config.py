@@ -356,7 +356,7 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("neighbors", "lists", "bool", "-", True,
             "With the pair halves (cpu): keep each particle's neighbour candidates in a list "
             "found at each sort and read it until the next, instead of walking the cells every "
-            "step; about 1 kB a particle. Needs a skin (the cpu's default is then 0.05). The "
+            "step; about 1.3 kB a particle. Needs a skin (the cpu's default is then 0.05). The "
             "same sums in the same order as the walk at the same skin."),
     KeySpec("output", "vtk", "bool", "-", True, "Write particles_NNNNN.vtp snapshots."),
     KeySpec("output", "npz", "bool", "-", False,

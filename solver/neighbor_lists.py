@@ -19,10 +19,12 @@ block before the boundary block, indices rising), and the readers apply the walk
 (support, removal), so a pass reading the lists adds the same terms in the same order as the
 walk: the same bits (tests/test_neighbor_lists.py).
 
-The lists cost (1 + the longest list) 4-byte integers a particle, about 1 kB at H = sqrt(3) dp
-with a skin of 0.05; a list longer than the rows hold makes the rows wider and the lists are
-built again. They are a CPU option (`neighbors.lists`): on GPUs the cell walk is the better
-trade (docs/performance.md, "Verlet neighbour lists, measured and not built").
+The lists cost (HEADER + a row's width) 4-byte integers a particle, the width GROWTH times the
+longest list: 1.3 kB at SPHERIC test 2 (rows of 336 entries at H = sqrt(3) dp with a skin of
+0.05; 1,673 B of arrays a particle against 329 B without lists); a list longer than the rows
+hold makes the rows wider and the lists are built again. They are a CPU option
+(`neighbors.lists`): on GPUs the cell walk is the better trade (docs/performance.md, "Verlet
+neighbour lists, measured and not built").
 """
 
 import math

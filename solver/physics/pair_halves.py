@@ -31,7 +31,10 @@ processes reproduce exactly.
 
 Measured on the 2-core machine (SPHERIC test 2 at dp 0.02, `dambreak bench`; docs/performance.md,
 "The fluid pairs once each on the CPU"): the interaction 72 ms against the gather's 98 ms, the
-whole step 111 to 118 ms against 140 to 150 ms.
+whole step 111 to 118 ms against 140 to 150 ms. With neighbour lists (solver/neighbor_lists.py,
+on by default) a particle's candidates come from its list instead of the cell rows, in the
+walk's order, so the same bits: the interaction 43 to 45 ms, the step 65 to 70 ms
+(docs/performance.md, "Neighbour lists on the CPU").
 
 Only the artificial viscosity is covered: with laminar + SPS the velocity gradient a particle
 needs for its stress would have to be summed the same way (nine more sums a particle), and the
