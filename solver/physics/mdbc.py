@@ -93,7 +93,9 @@ class BoundaryDensity(NamedTuple):
 
     kernel: Callable
     listed_kernel: Callable
-    """The kernel reading neighbour lists (solver/neighbor_lists.py), their array last."""
+    """The kernel reading neighbour lists (solver/neighbor_lists.py), their array last: the
+    CPU's. A kernel of its own, so that `kernel`, which GPUs run, keeps its arguments (one
+    buffer fewer under Metal's limit) and the code the GPUs were measured with."""
     particle: Callable
 
 
