@@ -21,7 +21,7 @@ import taichi as ti
 
 from solver.counting_region import everywhere
 from solver.integrate import Integrator
-from solver.neighbors import CellGrid, fluid_count
+from solver.neighbors import CellGrid
 from solver.output.device_probes import ProbePoints
 from solver.parallel.reduce import clear_slot
 from solver.physics.interaction import Interaction
@@ -51,7 +51,6 @@ def build_verlet_step(
     probe clock are read by the batch's first kernel only (k = 0).
     """
     mdbc = boundary is not None
-    boundary_particle = boundary.particle if mdbc else None
     verlet_particle = integrator.verlet_particle
     device_time_step = integrator.device_time_step
     lo, inv_cell, dims, _ = grid.kernel_args()
@@ -102,11 +101,10 @@ def build_verlet_step(
         # The sort files the fluid first (solver/neighbors.py): under mDBC the boundary pass
         # runs over the boundary block alone and the interaction over the fluid alone.
         if ti.static(mdbc):
-            for i in range(fluid_count(live, dims, cell_offsets), live):
-                boundary_particle(
-                    i, position, ghost, density, pressure, removed, lo, inv_cell, dims,
-                    cell_offsets, lists,
-                )  # fmt: skip
+            boundary.loop(
+                live, position, ghost, density, pressure, removed, lo, inv_cell, dims,
+                cell_offsets, lists,
+            )  # fmt: skip
         if ti.static(interaction.pair_halves):
             interaction.loops(
                 live, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,

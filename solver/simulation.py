@@ -173,7 +173,9 @@ class Simulation:
         """What the pair halves' kernels take for the lists' array when they walk."""
         self._integrator = build_integrator(cfg)
         self._boundary = (
-            build_boundary_density(cfg, self.skin) if cfg.physics.boundary == "mdbc" else None
+            build_boundary_density(cfg, self.skin, spread_order=running_arch() == "cpu")
+            if cfg.physics.boundary == "mdbc"
+            else None
         )
         self._records = allocate_batch(dtype)
         self.probe_points = ProbePoints(cfg, dtype)

@@ -16,7 +16,7 @@ import numpy as np
 from solver.config import Config, load_config
 from solver.particle_kind import ParticleKind
 from solver.physics.eos import tait_pressure
-from solver.physics.mdbc import DETERMINANT_LIMIT, in_reach
+from solver.physics.mdbc import DETERMINANT_LIMIT, build_boundary_density, in_reach
 from solver.physics.smoothing_kernels import kernel_functions
 from solver.simulation import Simulation
 
@@ -196,3 +196,28 @@ def test_quick_case_keeps_all_its_water(on_cpu: str) -> None:
         sim.step(dt_limit=cfg.time.end - sim.time)
     assert sim.removed_by_reason() == {"outside_domain": 0, "density_out_of_band": 0}
     assert int(np.count_nonzero(sim.snapshot().kind == FLUID)) == fluid
+
+
+def test_spread_order_gives_the_plain_loops_bits(on_cpu: str) -> None:
+    """The CPU takes the boundary block in spread order (solver/parallel/spread_order.py), so
+    that the wet wall particles are shared among its threads; each boundary particle's density
+    depends on the fluid alone, so the pass gives the plain loop's bits, here on the quick case
+    after its surge has reached the obstacle."""
+    cfg = load_config(QUICK)
+    sim = Simulation(cfg)
+    sim.advance(0.3)
+    p = sim.particles
+    args = (p.position, p.ghost, p.density, p.pressure, p.removed, p.count,
+            *sim.grid.kernel_args())  # fmt: skip
+    before = p.density.to_numpy(), p.pressure.to_numpy()
+    results = []
+    for spread in (True, False):
+        p.density.from_numpy(before[0])
+        p.pressure.from_numpy(before[1])
+        build_boundary_density(cfg, sim.skin, spread_order=spread).kernel(*args)
+        results.append((p.density.to_numpy(), p.pressure.to_numpy()))
+    boundary = p.kind.to_numpy()[: p.count] != FLUID
+    assert sim._boundary is not None
+    assert not np.array_equal(results[0][0][: p.count][boundary], before[0][: p.count][boundary])
+    for spread_array, plain_array in zip(results[0], results[1], strict=True):
+        assert np.array_equal(spread_array, plain_array)

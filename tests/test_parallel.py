@@ -9,6 +9,12 @@ from solver.parallel.bucket_sort import BucketSort
 from solver.parallel.gather import gather
 from solver.parallel.reduce import Reducer, SlotMaximum, clear_slot, merge_max
 from solver.parallel.scan import ExclusiveScan, build_scan, scratch_size
+from solver.parallel.spread_order import (
+    SPREAD_BLOCK,
+    SPREAD_LANES,
+    spread_index,
+    spread_length,
+)
 
 I32Array = ti.types.ndarray(dtype=ti.i32, ndim=1)
 SCAN_LENGTHS = [0, 1, 7, 8, 9, 31, 32, 33, 1023, 1024, 1025, 3_000_017]
@@ -181,3 +187,36 @@ def test_slot_maximum_matches_numpy_and_clears_the_next_slot(on_backend):
         slots.append(slot)
         np.testing.assert_array_equal(maximum.out.to_numpy()[slot], values.max(axis=0))
     assert slots == [0, 1, 0, 1, 0, 1, 0]
+
+
+@ti.kernel
+def _spread_positions(order: I32Array, count: ti.i32):
+    for t in range(spread_length(count)):
+        order[t] = spread_index(t, count)
+
+
+@pytest.mark.parametrize("count", [0, 1, 31, 32, 33, 2047, 64 * 32 + 5, 100_003])
+def test_spread_order_visits_every_item_once(on_backend, count):
+    """The positions of a loop in spread order stand for every item below `count` exactly
+    once (the others for none), so a loop over independent items gives the same results."""
+    order = ti.ndarray(ti.i32, shape=64 * 32 * (count // (64 * 32) + 2))
+    order.fill(-1)
+    _spread_positions(order, count)
+    got = order.to_numpy()
+    items = got[(got >= 0) & (got < count)]
+    np.testing.assert_array_equal(np.sort(items), np.arange(count))
+
+
+def test_spread_order_gives_each_thread_every_region(on_cpu):
+    """Any contiguous half of the positions, which Taichi's CPU backend hands to one of two
+    threads, holds about half of every eighth of the items (solver/parallel/spread_order.py)."""
+    count = 100_003
+    order = ti.ndarray(ti.i32, shape=64 * 32 * (count // (64 * 32) + 2))
+    order.fill(-1)
+    _spread_positions(order, count)
+    length = -(-count // (SPREAD_LANES * SPREAD_BLOCK)) * SPREAD_LANES * SPREAD_BLOCK
+    got = order.to_numpy()[:length]
+    for half in (got[: length // 2], got[length // 2 :]):
+        items = half[(half >= 0) & (half < count)]
+        share = np.bincount(items * 8 // count, minlength=8) / (count / 8)
+        assert np.all((share > 0.4) & (share < 0.6)), share

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import taichi as ti
 
 from solver.integrate import Integrator
-from solver.neighbors import CellGrid, fluid_count
+from solver.neighbors import CellGrid
 from solver.parallel.reduce import clear_slot
 from solver.physics.interaction import Interaction
 from solver.physics.mdbc import BoundaryDensity
@@ -54,7 +54,6 @@ def build_step_phases(
     if interaction.pair_halves:
         raise ValueError("the distributed step gathers its neighbour sums (pair_halves.py)")
     mdbc = boundary is not None
-    boundary_particle = boundary.particle if mdbc else None
     verlet_particle = integrator.verlet_particle
     lo, inv_cell, dims, _ = grid.kernel_args()
 
@@ -93,11 +92,10 @@ def build_step_phases(
         # mDBC the boundary pass runs over the boundary block alone, the interaction over the
         # fluid alone.
         if ti.static(mdbc):
-            for i in range(fluid_count(live, dims, cell_offsets), live):
-                boundary_particle(
-                    i, position, ghost, density, pressure, removed, lo, inv_cell, dims,
-                    cell_offsets, (),
-                )  # fmt: skip
+            boundary.loop(
+                live, position, ghost, density, pressure, removed, lo, inv_cell, dims,
+                cell_offsets, (),
+            )  # fmt: skip
         interaction.gather(
             live, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,
             cell_offsets, acceleration, density_rate, maxima, slot, stress,

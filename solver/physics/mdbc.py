@@ -65,6 +65,7 @@ import taichi as ti
 from solver.config import Config
 from solver.neighbor_lists import list_counts, list_entry
 from solver.neighbors import FLUID_BLOCK, block_span, fluid_count, row_cells, search_cells
+from solver.parallel.spread_order import spread_index, spread_length
 from solver.physics import eos
 from solver.physics.shared_formula import taichi_func
 from solver.physics.smoothing_kernels import kernel_functions
@@ -87,23 +88,28 @@ def in_reach(ghost: np.ndarray, support: float) -> np.ndarray:
 
 
 class BoundaryDensity(NamedTuple):
-    """The mDBC pass as a kernel, and as the Taichi function of one boundary particle (fused
-    kernels run it over the boundary block before the interaction), whose last argument is ()
-    or the neighbour lists in a tuple."""
+    """The mDBC pass as a kernel, and as the Taichi function `loop` over the boundary block of
+    the first `live` sorted particles (fused kernels call it before the interaction), whose
+    last argument is () or the neighbour lists in a tuple."""
 
     kernel: Callable
     listed_kernel: Callable
     """The kernel reading neighbour lists (solver/neighbor_lists.py), their array last: the
     CPU's. A kernel of its own, so that `kernel`, which GPUs run, keeps its arguments (one
     buffer fewer under Metal's limit) and the code the GPUs were measured with."""
-    particle: Callable
+    loop: Callable
 
 
-def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
+def build_boundary_density(
+    cfg: Config, skin: float = 0.0, spread_order: bool = False
+) -> BoundaryDensity:
     """The mDBC pass for `cfg`, its constants compiled in: sets the density and pressure of
     every boundary particle from the fluid around its ghost node; fluid particles are left
     untouched. Candidates are searched within (1 + skin) 2H of the ghost node (boundary
-    particles do not move, so the skin argument of the interaction holds here too)."""
+    particles do not move, so the skin argument of the interaction holds here too). With
+    `spread_order` (the CPU) the loop takes the boundary block in the order of
+    solver/parallel/spread_order.py, so that the wet wall particles, which sit together in the
+    sort, are shared among the threads; the results are the same bits."""
     kernel_w, kernel_f = (taichi_func(f) for f in kernel_functions(cfg.physics.kernel))
     h = cfg.smoothing_length
     inv_h = 1.0 / h
@@ -266,6 +272,40 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         density[i] = rho
         pressure[i] = tait_pressure(rho, rho0, b, gamma)
 
+    @ti.func
+    def loop(
+        live: ti.template(),
+        position: ti.template(),
+        ghost: ti.template(),
+        density: ti.template(),
+        pressure: ti.template(),
+        removed: ti.template(),
+        lo: ti.template(),
+        inv_cell: ti.template(),
+        dims: ti.template(),
+        cell_offsets: ti.template(),
+        lists: ti.template(),
+    ):
+        """The pass over the boundary block of the first `live` sorted particles, a parallel
+        loop when called at a kernel's top level. Every argument is a template, so that GPU
+        kernels get the loop as they had it inline (solver/physics/interaction.py,
+        `Interaction.gather`)."""
+        if ti.static(spread_order):
+            first = fluid_count(live, dims, cell_offsets)
+            for t in range(spread_length(live - first)):
+                i = first + spread_index(t, live - first)
+                if i < live:
+                    boundary_particle(
+                        i, position, ghost, density, pressure, removed, lo, inv_cell, dims,
+                        cell_offsets, lists,
+                    )  # fmt: skip
+        else:
+            for i in range(fluid_count(live, dims, cell_offsets), live):  # the boundary block
+                boundary_particle(
+                    i, position, ghost, density, pressure, removed, lo, inv_cell, dims,
+                    cell_offsets, lists,
+                )  # fmt: skip
+
     @ti.kernel
     def boundary_density(
         position: ti.types.ndarray(ndim=1),
@@ -279,11 +319,7 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         dims: ti.math.ivec3,
         cell_offsets: ti.types.ndarray(ndim=1),
     ):
-        for i in range(fluid_count(n, dims, cell_offsets), n):  # the boundary block
-            boundary_particle(
-                i, position, ghost, density, pressure, removed, lo, inv_cell, dims, cell_offsets,
-                (),
-            )  # fmt: skip
+        loop(n, position, ghost, density, pressure, removed, lo, inv_cell, dims, cell_offsets, ())
 
     @ti.kernel
     def boundary_density_listed(
@@ -299,10 +335,9 @@ def build_boundary_density(cfg: Config, skin: float = 0.0) -> BoundaryDensity:
         cell_offsets: ti.types.ndarray(ndim=1),
         lists: ti.types.ndarray(dtype=ti.i32, ndim=2),
     ):
-        for i in range(fluid_count(n, dims, cell_offsets), n):  # the boundary block
-            boundary_particle(
-                i, position, ghost, density, pressure, removed, lo, inv_cell, dims, cell_offsets,
-                (lists,),
-            )  # fmt: skip
+        loop(
+            n, position, ghost, density, pressure, removed, lo, inv_cell, dims, cell_offsets,
+            (lists,),
+        )  # fmt: skip
 
-    return BoundaryDensity(boundary_density, boundary_density_listed, boundary_particle)
+    return BoundaryDensity(boundary_density, boundary_density_listed, loop)
