@@ -25,6 +25,7 @@ from solver.physics.density_diffusion import (
     hydrostatic_density_difference,
 )
 from solver.physics.eos import tait_density, tait_pressure
+from solver.physics.pair_halves import PAIR_CHUNKS, folded_chunk
 from solver.physics.shared_formula import taichi_func
 from solver.physics.smoothing_kernels import (
     KERNEL_NAMES,
@@ -1160,3 +1161,21 @@ def test_verlet_with_strong_density_diffusion_stays_stable(on_cpu: str) -> None:
     density = p.density.to_numpy()[: p.count]
     assert np.all(np.isfinite(density))
     assert density.min() > 0.95 * sim.cfg.physics.rho0
+
+
+@ti.kernel
+def _folded_chunks(out: ti.types.ndarray(dtype=ti.i32, ndim=1)):
+    for slot in range(PAIR_CHUNKS):
+        out[slot] = folded_chunk(slot)
+
+
+def test_folded_chunks_pair_the_bottom_with_the_surface(on_cpu: str) -> None:
+    """The pair halves run every chunk once, at slots that alternate between the two ends
+    of the fluid block, so each contiguous run of slots a CPU thread gets pairs heavy chunks
+    (the bottom of the water) with light ones (its surface)."""
+    out = ti.ndarray(ti.i32, shape=PAIR_CHUNKS)
+    _folded_chunks(out)
+    chunks = out.to_numpy()
+    np.testing.assert_array_equal(np.sort(chunks), np.arange(PAIR_CHUNKS))
+    for pair in chunks.reshape(-1, 2):
+        assert pair.sum() == PAIR_CHUNKS - 1

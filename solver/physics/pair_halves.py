@@ -70,6 +70,17 @@ its threads in blocks of iterations, up to 512 each: a loop of 16 iterations ran
 (measured). Chunk c runs at iteration c * CHUNK_STRIDE, the other iterations are empty, so
 each chunk is a block of its own and the blocks spread over the threads."""
 
+
+@ti.func
+def folded_chunk(slot):
+    """The chunk run at loop slot `slot`: 0, PAIR_CHUNKS - 1, 1, PAIR_CHUNKS - 2, ... Taichi's
+    CPU backend hands each thread a contiguous run of slots (solver/parallel/spread_order.py),
+    and the chunks' work falls from the bottom of the water, whose particles list the floor,
+    to its surface: folded, every run of slots pairs heavy chunks with light ones. Which thread
+    runs a chunk does not change its sums, so the results are the same bits."""
+    return slot // 2 if slot % 2 == 0 else PAIR_CHUNKS - 1 - slot // 2
+
+
 SUM_COMPONENTS = 4
 """A particle's sums in one chunk: its acceleration (3) and density rate (1)."""
 
@@ -293,7 +304,7 @@ def build_pair_halves(cfg: Config, skin: float, gather_particle: Callable) -> Ca
         fluid = fluid_count(live, dims, cell_offsets)
         for t in range(PAIR_CHUNKS * CHUNK_STRIDE):
             if t % CHUNK_STRIDE == 0:
-                c = t // CHUNK_STRIDE
+                c = folded_chunk(t // CHUNK_STRIDE)
                 for i in range(c * fluid // PAIR_CHUNKS, (c + 1) * fluid // PAIR_CHUNKS):
                     if removed[i] == 0:
                         fluid_particle(
