@@ -2,7 +2,7 @@
 
 Taichi 1.7.4's CPU backend cuts a parallel range loop into contiguous parts, one a thread, and
 does not rebalance them (measured on the 2-core machine: a loop whose work lies in the first
-half of its range took 1.10 s on two threads and on one, where the same work spread over
+half of its range took 1.1 s on two threads as on one, where the same work spread over
 alternating blocks of 1,000 iterations took 0.56 s; docs/performance.md, "CPU threads and
 clustered work"). A loop over sorted particles has clustered work: the wall particles whose
 ghost nodes lie in the water sit together in the sort, so the thread that gets them does most
