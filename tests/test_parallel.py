@@ -189,17 +189,23 @@ def test_slot_maximum_matches_numpy_and_clears_the_next_slot(on_backend):
     assert slots == [0, 1, 0, 1, 0, 1, 0]
 
 
+SPREAD_ROUND = SPREAD_LANES * SPREAD_BLOCK
+"""Items of one block from every lane: spread_length rounds a count up to a multiple of it."""
+
+
 @ti.kernel
 def _spread_positions(order: I32Array, count: ti.i32):
     for t in range(spread_length(count)):
         order[t] = spread_index(t, count)
 
 
-@pytest.mark.parametrize("count", [0, 1, 31, 32, 33, 2047, 64 * 32 + 5, 100_003])
+@pytest.mark.parametrize(
+    "count", [0, 1, 31, 32, 33, 2047, SPREAD_LANES * SPREAD_BLOCK + 5, 100_003]
+)
 def test_spread_order_visits_every_item_once(on_backend, count):
     """The positions of a loop in spread order stand for every item below `count` exactly
     once (the others for none), so a loop over independent items gives the same results."""
-    order = ti.ndarray(ti.i32, shape=64 * 32 * (count // (64 * 32) + 2))
+    order = ti.ndarray(ti.i32, shape=SPREAD_ROUND * (count // SPREAD_ROUND + 2))
     order.fill(-1)
     _spread_positions(order, count)
     got = order.to_numpy()
@@ -211,10 +217,10 @@ def test_spread_order_gives_each_thread_every_region(on_cpu):
     """Any contiguous half of the positions, which Taichi's CPU backend hands to one of two
     threads, holds about half of every eighth of the items (solver/parallel/spread_order.py)."""
     count = 100_003
-    order = ti.ndarray(ti.i32, shape=64 * 32 * (count // (64 * 32) + 2))
+    order = ti.ndarray(ti.i32, shape=SPREAD_ROUND * (count // SPREAD_ROUND + 2))
     order.fill(-1)
     _spread_positions(order, count)
-    length = -(-count // (SPREAD_LANES * SPREAD_BLOCK)) * SPREAD_LANES * SPREAD_BLOCK
+    length = -(-count // SPREAD_ROUND) * SPREAD_ROUND  # spread_length(count)
     got = order.to_numpy()[:length]
     for half in (got[: length // 2], got[length // 2 :]):
         items = half[(half >= 0) & (half < count)]
