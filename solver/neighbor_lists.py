@@ -24,7 +24,8 @@ longest list: 1.3 kB at SPHERIC test 2 (rows of 336 entries at H = sqrt(3) dp wi
 0.05; 1,673 B of arrays a particle against 329 B without lists); a list longer than the rows
 hold makes the rows wider and the lists are built again. They are a CPU option
 (`neighbors.lists`): on GPUs the cell walk is the better trade (docs/performance.md, "Verlet
-neighbour lists, measured and not built").
+neighbour lists, measured and not built"), for the mDBC pass alone as well ("The mDBC pass from
+ghost-node lists on GPUs: measured, not kept").
 """
 
 import math
