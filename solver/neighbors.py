@@ -1,38 +1,36 @@
 """Cell list and neighbour iteration on a uniform grid, built from the portable sort and scan.
 
-The grid covers the domain box with cells of a whole fraction of the kernel support across
-(half on the CPU, a third on GPUs: `cells_per_support`), `x_refinement` times thinner along x
-(1 by default: cubic cells), numbered x fastest: cell = (cz * ny + cy) * nx + cx. The particles
-are filed in two blocks: group 0 (the fluid: the solver passes the particle kind as the group)
-first, every other group after it, so key = block * cells + cell. Each update counts the
-particles into their keys, prefix-sums the counts and sorts the particles by (key, id) into the
-buckets so found (solver/parallel/bucket_sort.py), so the order inside a cell is by particle id
-on every backend and every run; `cell_offsets[k]` is the number of live particles with keys
-below k, and the fluid are the first `cell_offsets[cells]` particles. Cells along x are
-consecutive keys, so the candidates of one row of cells (cy, cz) in one block form one
-contiguous index range, as in DualSPHysics (Dominguez et al. 2011, "Neighbour lists in smoothed
-particle hydrodynamics"; DualSPHysics too keeps its boundary and fluid particles in ranges of
-their own). With half-support cells and each row cut to the part the support sphere reaches
-(rows it misses skipped), a particle checks about 2.5 times fewer candidates than with the
-classic 27 cells of the support's size (438 for 174 neighbours at H = sqrt(3) dp); with cells
-of a third, 333 in about 41 rows instead of 22. Cells thinner along x cut each row closer to
-the sphere in the same rows (at the GPUs' search radius with the skin, 423 candidates a
-particle with cubic cells of a third, 373 with x_refinement 3). A GPU warp runs a candidate's
-pair terms whenever one of its threads has a neighbour there, so its time follows the
-candidates, and the third is faster on the H200 (seed case 1.29 to 1.06 ms a step, 1M particles
-3.58 to 2.77 ms; docs/performance.md). The CPU runs one candidate at a time and pays for the
-extra rows instead (SPHERIC test 2: 170 against 213 ms a step on the 2-core machine), so it
+The grid covers the domain box with cells of a whole fraction of the kernel support across (half on
+the CPU, a third on GPUs: `cells_per_support`), `x_refinement` times thinner along x (1 by default:
+cubic cells), numbered x fastest: cell = (cz * ny + cy) * nx + cx. The particles are filed in two
+blocks: group 0 (the fluid: the solver passes the particle kind as the group) first, every other
+group after it, so key = block * cells + cell. Each update counts the particles into their keys,
+prefix-sums the counts and sorts the particles by (key, id) into the buckets so found
+(solver/parallel/bucket_sort.py), so the order inside a cell is by particle id on every backend and
+every run; `cell_offsets[k]` is the number of live particles with keys below k, and the fluid are
+the first `cell_offsets[cells]` particles. Cells along x are consecutive keys, so the candidates of
+one row of cells (cy, cz) in one block form one contiguous index range, as in DualSPHysics
+(Dominguez et al. 2011, "Neighbour lists in smoothed particle hydrodynamics"; DualSPHysics too
+keeps its boundary and fluid particles in ranges of their own). With half-support cells and each
+row cut to the part the support sphere reaches (rows it misses skipped), a particle checks about
+2.5 times fewer candidates than with the classic 27 cells of the support's size (438 for 174
+neighbours at H = sqrt(3) dp); with cells of a third, 333 in about 41 rows instead of 22. Cells
+thinner along x cut each row closer to the sphere in the same rows: at the GPUs' search radius with
+the skin, 423 candidates a particle with cubic cells of a third, 373 with x_refinement 3. A GPU
+warp runs a candidate's pair terms whenever one of its threads has a neighbour there, so its time
+follows the candidates, and the third is faster on the H200 (seed case 1.29 to 1.06 ms a step, 1M
+particles 3.58 to 2.77 ms; docs/performance.md). The CPU runs one candidate at a time and pays for
+the extra rows instead (SPHERIC test 2: 170 against 213 ms a step on the 2-core machine), so it
 keeps the half.
 
 The blocks let a pass run over the fluid alone (a contiguous range, whole GPU warps of fluid
-particles) or the boundary alone, and let a neighbour loop take fluid and boundary candidates
-in loops of their own, with no kind loaded or tested per candidate: the mDBC pass reads only
-the fluid around a ghost node, the interaction compiles its fluid and boundary pair terms
-apart.
+particles) or the boundary alone, and let a neighbour loop take fluid and boundary candidates in
+loops of their own, with no kind loaded or tested per candidate: the mDBC pass reads only the
+fluid around a ghost node, the interaction compiles its fluid and boundary pair terms apart.
 
-Cell coordinates are clamped to the grid (NaN to 0), which keeps every access in range;
-clamping moves two coordinates at most as far apart as they were, so no neighbour within the
-support is ever missed, even for particles outside the domain. Memory is O(capacity + cells).
+Cell coordinates are clamped to the grid (NaN to 0), which keeps every access in range; clamping
+moves two coordinates at most as far apart as they were, so no neighbour within the support is
+ever missed, even for particles outside the domain. Memory is O(capacity + cells).
 """
 
 import math
