@@ -96,7 +96,10 @@ def estimate(cfg: Config) -> MemoryEstimate:
         CPU_CELLS_PER_SUPPORT, GPU_CELLS_PER_SUPPORT
     )
     cells = 1
-    for n in grid_dims(cfg.domain.min, cfg.domain.max, cfg.support_radius, per_support):
+    for n in grid_dims(
+        cfg.domain.min, cfg.domain.max, cfg.support_radius, per_support,
+        cfg.neighbors.x_refinement,
+    ):  # fmt: skip
         cells *= n
     arrays = partial(
         ParticleArrays.nbytes, capacity, real_bytes, keep_position_prev=symplectic,

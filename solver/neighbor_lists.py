@@ -127,7 +127,7 @@ def build_list_builder(cfg: Config, skin: float):
         lists: I32Array2,
         n: ti.i32,
         lo: ti.math.vec3,
-        inv_cell: float,
+        inv_cell: ti.math.vec3,
         dims: ti.math.ivec3,
         cell_offsets: ti.types.ndarray(ndim=1),
     ) -> ti.i32:

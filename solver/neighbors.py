@@ -1,25 +1,27 @@
 """Cell list and neighbour iteration on a uniform grid, built from the portable sort and scan.
 
-The grid covers the domain box with cubic cells of a whole fraction of the kernel support (half
-on the CPU, a third on GPUs: `cells_per_support`), numbered x fastest: cell = (cz * ny + cy) *
-nx + cx. The particles are filed in two blocks: group 0 (the fluid: the solver passes the
-particle kind as the group) first, every other group after it, so key = block * cells + cell.
-Each update counts the particles into their keys, prefix-sums the counts and sorts the particles
-by (key, id) into the buckets so found (solver/parallel/bucket_sort.py), so the order inside a
-cell is by particle id on every backend and every run; `cell_offsets[k]` is
-the number of live particles with keys below k, and the fluid are the first
-`cell_offsets[cells]` particles. Cells along x are consecutive keys, so the candidates of one
-row of cells (cy, cz) in one block form one contiguous index range, as in DualSPHysics
+The grid covers the domain box with cells of a whole fraction of the kernel support across (half on
+the CPU, a third on GPUs: `cells_per_support`), `x_refinement` times thinner along x (1 by default:
+cubic cells), numbered x fastest: cell = (cz * ny + cy) * nx + cx. The particles are filed in two
+blocks: group 0 (the fluid: the solver passes the particle kind as the group) first, every other
+group after it, so key = block * cells + cell. Each update counts the particles into their keys,
+prefix-sums the counts and sorts the particles by (key, id) into the buckets so found
+(solver/parallel/bucket_sort.py), so the order inside a cell is by particle id on every backend and
+every run; `cell_offsets[k]` is the number of live particles with keys below k, and the fluid are
+the first `cell_offsets[cells]` particles. Cells along x are consecutive keys, so the candidates of
+one row of cells (cy, cz) in one block form one contiguous index range, as in DualSPHysics
 (Dominguez et al. 2011, "Neighbour lists in smoothed particle hydrodynamics"; DualSPHysics too
 keeps its boundary and fluid particles in ranges of their own). With half-support cells and each
 row cut to the part the support sphere reaches (rows it misses skipped), a particle checks about
 2.5 times fewer candidates than with the classic 27 cells of the support's size (438 for 174
-neighbours at H = sqrt(3) dp); with cells of a third, 333 in about 41 rows instead of 22. A GPU
-warp runs a candidate's pair terms whenever one of its threads has a neighbour there, so its
-time follows the candidates, and the third is faster on the H200 (seed case 1.29 to 1.06 ms a
-step, 1M particles 3.58 to 2.77 ms; docs/performance.md). The CPU runs one candidate at a time
-and pays for the extra rows instead (SPHERIC test 2: 170 against 213 ms a step on the 2-core
-machine), so it keeps the half.
+neighbours at H = sqrt(3) dp); with cells of a third, 333 in about 41 rows instead of 22. Cells
+thinner along x cut each row closer to the sphere in the same rows: at the GPUs' search radius with
+the skin, 423 candidates a particle with cubic cells of a third, 373 with x_refinement 3. A GPU
+warp runs a candidate's pair terms whenever one of its threads has a neighbour there, so its time
+follows the candidates, and the third is faster on the H200 (seed case 1.29 to 1.06 ms a step, 1M
+particles 3.58 to 2.77 ms; docs/performance.md). The CPU runs one candidate at a time and pays for
+the extra rows instead (SPHERIC test 2: 170 against 213 ms a step on the 2-core machine), so it
+keeps the half.
 
 The blocks let a pass run over the fluid alone (a contiguous range, whole GPU warps of fluid
 particles) or the boundary alone, and let a neighbour loop take fluid and boundary candidates in
@@ -73,10 +75,11 @@ def axis_cell(t, size):
 
 @ti.func
 def cell_coord(p, lo, inv_cell, dims):
-    """Integer cell coordinates of position p, clamped to the grid; NaN maps to 0."""
+    """Integer cell coordinates of position p, clamped to the grid; NaN maps to 0. `inv_cell`
+    holds 1 / cell size per axis (`CellGrid.kernel_args`)."""
     c = ti.Vector([0, 0, 0])
     for a in ti.static(range(3)):
-        c[a] = axis_cell((p[a] - lo[a]) * inv_cell, dims[a])
+        c[a] = axis_cell((p[a] - lo[a]) * inv_cell[a], dims[a])
     return c
 
 
@@ -103,8 +106,8 @@ def search_cells(p, radius, lo, inv_cell, dims):
     first = ti.Vector([0, 0, 0])
     last = ti.Vector([0, 0, 0])
     for a in ti.static(range(3)):
-        first[a] = axis_cell((p[a] - reach - lo[a]) * inv_cell, dims[a])
-        last[a] = axis_cell((p[a] + reach - lo[a]) * inv_cell, dims[a])
+        first[a] = axis_cell((p[a] - reach - lo[a]) * inv_cell[a], dims[a])
+        last[a] = axis_cell((p[a] + reach - lo[a]) * inv_cell[a], dims[a])
     return ti.Matrix.rows([first, last])
 
 
@@ -130,10 +133,11 @@ def row_cells(p, radius, cy, cz, lo, inv_cell, dims):
 
     The cells of a row are consecutive numbers, so each block's candidates in them are one
     contiguous range (`block_span`); the row is cut to the part the sphere reaches, and is
-    empty (first == end) for a row the sphere misses entirely. Distances are in cells, so a
-    row costs no division.
+    empty (first == end) for a row the sphere misses entirely. Distances are in cells across
+    (y and z cells are equal) and converted to cells along x by the ratio of the two sizes, a
+    division by a kernel argument that compilers hoist out of the rows' loop.
     """
-    reach = radius * (1.0 + SEARCH_PAD) * inv_cell
+    reach = radius * (1.0 + SEARCH_PAD) * inv_cell[1]
     t = (p - lo) * inv_cell
     gy = _slab_gap(t[1], cy, dims[1])
     gz = _slab_gap(t[2], cz, dims[2])
@@ -141,7 +145,7 @@ def row_cells(p, radius, cy, cz, lo, inv_cell, dims):
     first = 0
     end = 0
     if rest2 > 0.0:
-        rest = ti.sqrt(rest2)
+        rest = ti.sqrt(rest2) * (inv_cell[0] / inv_cell[1])  # in cells along x
         x0 = axis_cell(t[0] - rest, dims[0])
         x1 = axis_cell(t[0] + rest, dims[0])
         base = (cz * dims[1] + cy) * dims[0]
@@ -250,7 +254,7 @@ def _build_cell_count(num_keys: int, fill_cells):
         group: I32Array,
         n: ti.i32,
         lo: ti.math.vec3,
-        inv_cell: float,
+        inv_cell: ti.math.vec3,
         dims: ti.math.ivec3,
         keys: I32Array,
         slot_element: I32Array,
@@ -274,21 +278,35 @@ def default_cells_per_support(on_cpu: bool) -> int:
     return CPU_CELLS_PER_SUPPORT if on_cpu else GPU_CELLS_PER_SUPPORT
 
 
+def cell_sizes(
+    support_radius: float, cells_per_support: int, x_refinement: int = 1
+) -> tuple[float, float, float]:
+    """The cell size along x, y and z: support_radius / cells_per_support across, x_refinement
+    times thinner along x."""
+    across = float(support_radius) / cells_per_support
+    return across / x_refinement, across, across
+
+
 def grid_dims(
-    lo, hi, support_radius: float, cells_per_support: int = CPU_CELLS_PER_SUPPORT
+    lo,
+    hi,
+    support_radius: float,
+    cells_per_support: int = CPU_CELLS_PER_SUPPORT,
+    x_refinement: int = 1,
 ) -> tuple[int, int, int]:
-    """Cells per axis of a grid over [lo, hi] with cells of support_radius / cells_per_support."""
-    cell = float(support_radius) / cells_per_support
+    """Cells per axis of a grid over [lo, hi] with cells of `cell_sizes`."""
     nx, ny, nz = (
         max(math.ceil((float(top) - float(bottom)) / cell), 1)
-        for bottom, top in zip(lo, hi, strict=True)
+        for bottom, top, cell in zip(
+            lo, hi, cell_sizes(support_radius, cells_per_support, x_refinement), strict=True
+        )
     )
     return nx, ny, nz
 
 
 class CellGrid:
-    """A uniform cell grid over the box [lo, hi] for up to `capacity` particles, with cubic
-    cells of support_radius / cells_per_support.
+    """A uniform cell grid over the box [lo, hi] for up to `capacity` particles, with cells of
+    support_radius / cells_per_support across, x_refinement times thinner along x.
 
     Particle ids must be unique. After `update`, `order[i]` (i < live count) is the
     old index of the particle that goes to place i, and `cell_offsets` bounds each cell of each
@@ -302,15 +320,18 @@ class CellGrid:
         support_radius: float,
         capacity: int,
         cells_per_support: int = CPU_CELLS_PER_SUPPORT,
+        x_refinement: int = 1,
     ) -> None:
         self.lo = np.asarray(lo, dtype=np.float64)
         hi = np.asarray(hi, dtype=np.float64)
         if support_radius <= 0 or np.any(hi <= self.lo):
             raise ValueError("grid needs lo < hi on every axis and a positive support radius")
         self.support_radius = float(support_radius)
-        self.cell_size = self.support_radius / cells_per_support
+        self.cell_sizes = np.array(cell_sizes(self.support_radius, cells_per_support, x_refinement))
+        """The cell size along x, y and z [m]."""
         self.dims = np.array(
-            grid_dims(self.lo, hi, self.support_radius, cells_per_support), dtype=np.int64
+            grid_dims(self.lo, hi, self.support_radius, cells_per_support, x_refinement),
+            dtype=np.int64,
         )
         self.num_cells = int(np.prod(self.dims))
         self.num_keys = BLOCKS * self.num_cells
@@ -331,7 +352,7 @@ class CellGrid:
         self._cell_count = _build_cell_count(self.num_keys, self._fill_cells)
         self._kernel_args = (
             ti.Vector(self.lo.tolist()),
-            self.inv_cell,
+            ti.Vector(self.inv_cell.tolist()),
             ti.Vector([int(d) for d in self.dims], dt=ti.i32),
             self.cell_offsets,
         )
@@ -351,12 +372,13 @@ class CellGrid:
         return 4 * (BLOCKS * num_cells + 1 + DROP_REASONS)
 
     @property
-    def inv_cell(self) -> float:
-        """1 / cell size."""
-        return 1.0 / self.cell_size
+    def inv_cell(self) -> np.ndarray:
+        """1 / cell size per axis."""
+        return 1.0 / self.cell_sizes
 
     def kernel_args(self) -> tuple:
-        """(lo, inv_cell, dims, cell_offsets), the grid arguments of a physics kernel."""
+        """(lo, inv_cell, dims, cell_offsets), the grid arguments of a physics kernel; inv_cell
+        is a 3-vector."""
         return self._kernel_args
 
     def update(
@@ -416,7 +438,7 @@ class CellGrid:
             n: ti.i32,
             control: ti.types.ndarray(ndim=1),
             lo: ti.math.vec3,
-            inv_cell: float,
+            inv_cell: ti.math.vec3,
             dims: ti.math.ivec3,
             keys: I32Array,
             slot_element: I32Array,
@@ -447,7 +469,7 @@ def cell_keys(
     group: I32Array,
     n: ti.i32,
     lo: ti.math.vec3,
-    inv_cell: float,
+    inv_cell: ti.math.vec3,
     dims: ti.math.ivec3,
     keys: I32Array,
 ):
@@ -466,7 +488,7 @@ def count_neighbours(
     radius: float,
     search_radius: float,
     lo: ti.math.vec3,
-    inv_cell: float,
+    inv_cell: ti.math.vec3,
     dims: ti.math.ivec3,
     cell_offsets: I32Array,
     counts: ti.types.ndarray(ndim=1),

@@ -128,6 +128,7 @@ class Simulation:
             cfg.support_radius,
             capacity,
             resolve_cells_per_support(cfg),
+            cfg.neighbors.x_refinement,
         )
         self._maximum = SlotMaximum(3, dtype)
         self._last_slot = 0
@@ -764,9 +765,9 @@ class Simulation:
 
         The next step then computes bit for bit what it would have computed in the simulation
         that took the state, on the same backend and precision. A state whose cell grid has
-        another cell size (`neighbors.cells_per_support`: a checkpoint of another backend,
-        whose default differs, solver/neighbors.py) leaves its cell offsets behind, and the
-        next step sorts the particles into this simulation's grid.
+        another cell size (`neighbors.cells_per_support` or `neighbors.x_refinement`: a
+        checkpoint of another backend, whose default differs, solver/neighbors.py) leaves its
+        cell offsets behind, and the next step sorts the particles into this simulation's grid.
         """
         arrays = self._carried_arrays()
         missing = sorted(set(arrays) - set(state))

@@ -34,6 +34,6 @@ class DistributedProbes(DeviceProbes):
         dtype = local.dtype.type
         owner = np.zeros(len(self._x), dtype=np.int64)
         for rank in range(sim.world.size):
-            lo, hi = sim.slabs.region(rank, sim.grid.lo[0], sim.grid.cell_size, dtype)
+            lo, hi = sim.slabs.region(rank, sim.grid.lo[0], sim.grid.cell_sizes[0], dtype)
             owner[~((self._x < lo) | (self._x >= hi))] = rank
         return np.stack([every[owner[k]][k] for k in range(len(owner))]) if len(owner) else local

@@ -78,13 +78,13 @@ class DistributedSimulation(Simulation):
         reach = cfg.support_radius * (1.0 + self.skin)
         moved = self._skin_bound + STEP_REACH * cfg.smoothing_length
         self._halo_columns = halo_columns(
-            cfg.support_radius, reach, moved, ghost_reach, self.grid.cell_size
+            cfg.support_radius, reach, moved, ghost_reach, self.grid.cell_sizes[0]
         )
         self._columns = int(self.grid.dims[0])
         if world.size > self._columns:
             raise ConfigError(
                 f"{cfg.source}: {world.size} processes for a domain of {self._columns} cell "
-                f"columns ({self.grid.cell_size:.4g} m wide) along x; each process needs one "
+                f"columns ({self.grid.cell_sizes[0]:.4g} m wide) along x; each process needs one "
                 "at least: use fewer processes or a smaller particles.dp"
             )
         self.slabs: Slabs | None = None
@@ -162,7 +162,9 @@ class DistributedSimulation(Simulation):
     def _set_slabs(self, slabs: Slabs) -> None:
         self.slabs = slabs
         dtype = np.float64 if self.particles.dtype == ti.f64 else np.float32
-        self._region = slabs.region(self.world.rank, self.grid.lo[0], self.grid.cell_size, dtype)
+        self._region = slabs.region(
+            self.world.rank, self.grid.lo[0], self.grid.cell_sizes[0], dtype
+        )
 
     def _take_share(self, rows: dict[str, np.ndarray], keys: np.ndarray, drop: bool) -> None:
         """From every particle (all processes hold the same `rows`), keep this process's slab

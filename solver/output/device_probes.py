@@ -106,7 +106,7 @@ def build_probe_sums(point_sums: Callable) -> Callable:
         n_points: ti.i32,
         search_radius: float,
         lo: ti.math.vec3,
-        inv_cell: float,
+        inv_cell: ti.math.vec3,
         dims: ti.math.ivec3,
         cell_offsets: ti.types.ndarray(ndim=1),
         sums: ti.types.ndarray(ndim=1),

@@ -315,7 +315,7 @@ def build_boundary_density(
         removed: ti.types.ndarray(ndim=1),
         n: ti.i32,
         lo: ti.math.vec3,
-        inv_cell: float,
+        inv_cell: ti.math.vec3,
         dims: ti.math.ivec3,
         cell_offsets: ti.types.ndarray(ndim=1),
     ):
@@ -330,7 +330,7 @@ def build_boundary_density(
         removed: ti.types.ndarray(ndim=1),
         n: ti.i32,
         lo: ti.math.vec3,
-        inv_cell: float,
+        inv_cell: ti.math.vec3,
         dims: ti.math.ivec3,
         cell_offsets: ti.types.ndarray(ndim=1),
         lists: ti.types.ndarray(dtype=ti.i32, ndim=2),

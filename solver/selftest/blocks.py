@@ -165,7 +165,7 @@ def collect_neighbours(
     radius: float,
     search: float,
     lo: ti.math.vec3,
-    inv_cell: float,
+    inv_cell: ti.math.vec3,
     dims: ti.math.ivec3,
     cell_offsets: ti.types.ndarray(ndim=1),
     neighbours: ti.types.ndarray(ndim=2),
@@ -198,11 +198,13 @@ def grid_neighbours(
     removed: np.ndarray | None = None,
     groups: np.ndarray | None = None,
     cells_per_support: int = CPU_CELLS_PER_SUPPORT,
+    x_refinement: int = 1,
 ) -> tuple[dict[int, set[int]], np.ndarray, CellGrid]:
     """Neighbour id sets through the cell grid (both blocks, `groups` as the grid's groups;
-    cells of radius / cells_per_support), the sort order and the grid itself."""
+    cells of radius / cells_per_support across, x_refinement times thinner along x), the sort
+    order and the grid itself."""
     n = len(points)
-    grid = CellGrid(lo, hi, radius, n, cells_per_support)
+    grid = CellGrid(lo, hi, radius, n, cells_per_support, x_refinement)
     position = ti.Vector.ndarray(3, ti.f32, shape=n)
     position.from_numpy(points.astype(np.float32))
     ids = to_device(np.arange(n, dtype=np.int32))
@@ -269,7 +271,9 @@ def check_neighbours() -> CheckResult:
         )
         errors = neighbour_set_errors(sets, brute, points, radius)
         cells = np.clip(
-            np.floor(points[order].astype(np.float32) / grid.cell_size), 0, grid.dims - 1
+            np.floor(points[order].astype(np.float32) / grid.cell_sizes.astype(np.float32)),
+            0,
+            grid.dims - 1,
         )
         keys = (cells[:, 2] * grid.dims[1] + cells[:, 1]) * grid.dims[0] + cells[:, 0]
         ordered = np.array_equal(np.lexsort((order, keys)), np.arange(len(order)))

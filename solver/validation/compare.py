@@ -75,6 +75,7 @@ __all__ = [
 IGNORED_CONFIG_KEYS: tuple[str, ...] = (
     "physics.precision",
     "neighbors.cells_per_support",
+    "neighbors.x_refinement",
     "neighbors.pair_halves",
     "neighbors.lists",
     "output",
