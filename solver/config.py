@@ -345,12 +345,12 @@ SCHEMA: tuple[KeySpec, ...] = (
             "candidates to test but more rows of cells to visit. It changes only the order in "
             "which neighbours are summed (the last bits of the results).",
             lo=1, hi=4, auto="2 on the cpu backend, 3 on GPU backends"),
-    KeySpec("neighbors", "x_refinement", "int", "-", 1,
+    KeySpec("neighbors", "x_refinement", "int", "-", None,
             "How many times thinner than across the cells of the neighbour grid are along x: "
             "each row of cells is then cut closer to the search sphere, so fewer candidates "
             "are tested in the same rows, for that many times the cells. It changes only the "
             "order in which neighbours are summed (the last bits of the results).",
-            lo=1, hi=8),
+            lo=1, hi=8, auto="1 on the cpu backend, 3 on GPU backends"),
     KeySpec("neighbors", "pair_halves", "bool", "-", True,
             "On the cpu backend, in one process and with the artificial viscosity: take each "
             "fluid pair once and add its share to both particles, half the pair arithmetic "
@@ -592,7 +592,7 @@ class NeighborsConfig:
 
     skin: float | None = _default("neighbors", "skin")
     cells_per_support: int | None = _default("neighbors", "cells_per_support")
-    x_refinement: int = _default("neighbors", "x_refinement")
+    x_refinement: int | None = _default("neighbors", "x_refinement")
     pair_halves: bool = _default("neighbors", "pair_halves")
     lists: bool = _default("neighbors", "lists")
 

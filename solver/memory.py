@@ -22,9 +22,12 @@ from solver.backend import BackendInfo, load_libcuda
 from solver.config import Config, ConfigError
 from solver.neighbor_lists import LIST_SKIN, NeighbourLists
 from solver.neighbors import (
+    BLOCKS,
     CPU_CELLS_PER_SUPPORT,
     GPU_CELLS_PER_SUPPORT,
+    MAX_KEYS,
     CellGrid,
+    default_x_refinement,
     grid_dims,
 )
 from solver.parallel.reduce import SlotMaximum
@@ -95,10 +98,12 @@ def estimate(cfg: Config) -> MemoryEstimate:
     per_support = cfg.neighbors.cells_per_support or max(
         CPU_CELLS_PER_SUPPORT, GPU_CELLS_PER_SUPPORT
     )
+    x_refinement = cfg.neighbors.x_refinement or default_x_refinement(
+        False, cfg.domain.min, cfg.domain.max, cfg.support_radius, per_support
+    )  # the GPUs' refinement, at least the CPU's
     cells = 1
     for n in grid_dims(
-        cfg.domain.min, cfg.domain.max, cfg.support_radius, per_support,
-        cfg.neighbors.x_refinement,
+        cfg.domain.min, cfg.domain.max, cfg.support_radius, per_support, x_refinement
     ):  # fmt: skip
         cells *= n
     arrays = partial(
@@ -243,10 +248,11 @@ def check_memory(cfg: Config, info: BackendInfo) -> bool:
     """
     need = estimate(cfg)
     fix = f"use a larger particles.dp (now {cfg.dp:g}) or a smaller tank and domain"
-    if need.particles > MAX_INDEX or need.cells > MAX_INDEX:
+    if need.particles > MAX_INDEX or BLOCKS * need.cells >= MAX_KEYS:
         raise InsufficientMemoryError(
             f"{cfg.source}: particles.dp = {cfg.dp:g} gives {need.particles:,} particles and "
-            f"{need.cells:,} grid cells; at most {MAX_INDEX:,} of each fit 32-bit indices; {fix}"
+            f"{need.cells:,} grid cells; at most {MAX_INDEX:,} particles and "
+            f"{(MAX_KEYS - 1) // BLOCKS:,} cells fit 32-bit indices; {fix}"
         )
     needed = need.bytes_on(info.name)
     if info.name == "cpu":

@@ -1,27 +1,29 @@
 """Cell list and neighbour iteration on a uniform grid, built from the portable sort and scan.
 
 The grid covers the domain box with cells of a whole fraction of the kernel support across (half on
-the CPU, a third on GPUs: `cells_per_support`), `x_refinement` times thinner along x (1 by default:
-cubic cells), numbered x fastest: cell = (cz * ny + cy) * nx + cx. The particles are filed in two
-blocks: group 0 (the fluid: the solver passes the particle kind as the group) first, every other
-group after it, so key = block * cells + cell. Each update counts the particles into their keys,
-prefix-sums the counts and sorts the particles by (key, id) into the buckets so found
-(solver/parallel/bucket_sort.py), so the order inside a cell is by particle id on every backend and
-every run; `cell_offsets[k]` is the number of live particles with keys below k, and the fluid are
-the first `cell_offsets[cells]` particles. Cells along x are consecutive keys, so the candidates of
-one row of cells (cy, cz) in one block form one contiguous index range, as in DualSPHysics
-(Dominguez et al. 2011, "Neighbour lists in smoothed particle hydrodynamics"; DualSPHysics too
-keeps its boundary and fluid particles in ranges of their own). With half-support cells and each
-row cut to the part the support sphere reaches (rows it misses skipped), a particle checks about
-2.5 times fewer candidates than with the classic 27 cells of the support's size (438 for 174
-neighbours at H = sqrt(3) dp); with cells of a third, 333 in about 41 rows instead of 22. Cells
-thinner along x cut each row closer to the sphere in the same rows: at the GPUs' search radius with
-the skin, 423 candidates a particle with cubic cells of a third, 373 with x_refinement 3. A GPU
-warp runs a candidate's pair terms whenever one of its threads has a neighbour there, so its time
-follows the candidates, and the third is faster on the H200 (seed case 1.29 to 1.06 ms a step, 1M
-particles 3.58 to 2.77 ms; docs/performance.md). The CPU runs one candidate at a time and pays for
-the extra rows instead (SPHERIC test 2: 170 against 213 ms a step on the 2-core machine), so it
-keeps the half.
+the CPU, a third on GPUs: `cells_per_support`), `x_refinement` times thinner along x (cubic on the
+CPU, 3 times thinner on GPUs), numbered x fastest: cell = (cz * ny + cy) * nx + cx. The particles
+are filed in two blocks: group 0 (the fluid: the solver passes the particle kind as the group)
+first, every other group after it, so key = block * cells + cell. Each update counts the particles
+into their keys, prefix-sums the counts and sorts the particles by (key, id) into the buckets so
+found (solver/parallel/bucket_sort.py), so the order inside a cell is by particle id on every
+backend and every run; `cell_offsets[k]` is the number of live particles with keys below k, and the
+fluid are the first `cell_offsets[cells]` particles. Cells along x are consecutive keys, so the
+candidates of one row of cells (cy, cz) in one block form one contiguous index range, as in
+DualSPHysics (Dominguez et al. 2011, "Neighbour lists in smoothed particle hydrodynamics";
+DualSPHysics too keeps its boundary and fluid particles in ranges of their own). With half-support
+cells and each row cut to the part the support sphere reaches (rows it misses skipped), a particle
+checks about 2.5 times fewer candidates than with the classic 27 cells of the support's size (438
+for 174 neighbours at H = sqrt(3) dp); with cells of a third, 333 in about 41 rows instead of 22.
+Cells thinner along x cut each row closer to the sphere in the same rows: at the GPUs' search
+radius with the skin, 423 candidates a particle with cubic cells of a third, 373 with x_refinement
+3. A GPU warp runs a candidate's pair terms whenever one of its threads has a neighbour there, so
+its time follows the candidates: the third is faster on the H200 (seed case 1.29 to 1.06 ms a
+step, 1M particles 3.58 to 2.77 ms), and x_refinement 3 on top of it 4 to 6 % faster on an H100
+(the seed case, SPHERIC test 2 and 4M particles; docs/performance.md). The CPU runs one candidate at
+a time and pays for the extra rows instead (SPHERIC test 2: 170 against 213 ms a step on the 2-core
+machine), so it keeps the half; there x_refinement 3 is within the runs' spread (58 to 60 ms a step
+with neighbour lists), so it keeps cubic cells.
 
 The blocks let a pass run over the fluid alone (a contiguous range, whole GPU warps of fluid
 particles) or the boundary alone, and let a neighbour loop take fluid and boundary candidates in
@@ -48,9 +50,15 @@ CPU_CELLS_PER_SUPPORT = 2
 """Cells per kernel support on the CPU backends (see the module's docstring)."""
 GPU_CELLS_PER_SUPPORT = 3
 """Cells per kernel support on the GPU backends (see the module's docstring)."""
+CPU_X_REFINEMENT = 1
+"""How many times thinner along x than across the cells are on the CPU backends."""
+GPU_X_REFINEMENT = 3
+"""How many times thinner along x than across the cells are on the GPU backends."""
 DROP_REASONS = 4
 BLOCKS = 2
 """Blocks of keys: group 0 (the fluid), then every other group (the boundary)."""
+MAX_KEYS = 2**31 - 2
+"""Keys of a grid (BLOCKS a cell) that 32-bit cell offsets can number, with a sentinel."""
 FLUID_BLOCK = 0
 
 
@@ -278,6 +286,21 @@ def default_cells_per_support(on_cpu: bool) -> int:
     return CPU_CELLS_PER_SUPPORT if on_cpu else GPU_CELLS_PER_SUPPORT
 
 
+def default_x_refinement(
+    on_cpu: bool, lo, hi, support_radius: float, cells_per_support: int
+) -> int:
+    """The running backend's x refinement of the cells over [lo, hi] (see the module's
+    docstring): on GPUs GPU_X_REFINEMENT, or the largest below it whose grid's keys still fit
+    32-bit indices (a case of some 50M particles or more)."""
+    if on_cpu:
+        return CPU_X_REFINEMENT
+    for x_refinement in range(GPU_X_REFINEMENT, 1, -1):
+        dims = grid_dims(lo, hi, support_radius, cells_per_support, x_refinement)
+        if BLOCKS * math.prod(dims) < MAX_KEYS:
+            return x_refinement
+    return 1
+
+
 def cell_sizes(
     support_radius: float, cells_per_support: int, x_refinement: int = 1
 ) -> tuple[float, float, float]:
@@ -335,7 +358,7 @@ class CellGrid:
         )
         self.num_cells = int(np.prod(self.dims))
         self.num_keys = BLOCKS * self.num_cells
-        if self.num_keys >= 2**31 - 2:
+        if self.num_keys >= MAX_KEYS:
             raise ValueError(f"grid of {self.num_cells} cells is too large for 32-bit keys")
         self.capacity = int(capacity)
         cap = max(self.capacity, 1)

@@ -27,7 +27,7 @@ from solver.integrate import (
 )
 from solver.kept_state import KeptState
 from solver.neighbor_lists import LIST_SKIN, NeighbourLists, uses_lists
-from solver.neighbors import CellGrid, default_cells_per_support
+from solver.neighbors import CellGrid, default_cells_per_support, default_x_refinement
 from solver.output.device_probes import ProbePoints
 from solver.parallel.reduce import SlotMaximum
 from solver.particle_kind import ParticleKind
@@ -98,6 +98,20 @@ def resolve_cells_per_support(cfg: Config) -> int:
     return default_cells_per_support(running_arch() == "cpu")
 
 
+def resolve_x_refinement(cfg: Config) -> int:
+    """neighbors.x_refinement, or the running backend's default for the case's grid
+    (solver/neighbors.py)."""
+    if cfg.neighbors.x_refinement is not None:
+        return cfg.neighbors.x_refinement
+    return default_x_refinement(
+        running_arch() == "cpu",
+        cfg.domain.min,
+        cfg.domain.max,
+        cfg.support_radius,
+        resolve_cells_per_support(cfg),
+    )
+
+
 class Simulation:
     """The particle state of one case on the running Taichi backend, and its time step."""
 
@@ -128,7 +142,7 @@ class Simulation:
             cfg.support_radius,
             capacity,
             resolve_cells_per_support(cfg),
-            cfg.neighbors.x_refinement,
+            resolve_x_refinement(cfg),
         )
         self._maximum = SlotMaximum(3, dtype)
         self._last_slot = 0

@@ -7,7 +7,14 @@ import pytest
 import taichi as ti
 
 from solver.config import load_config
-from solver.neighbors import CellGrid, count_neighbours
+from solver.neighbors import (
+    BLOCKS,
+    MAX_KEYS,
+    CellGrid,
+    count_neighbours,
+    default_x_refinement,
+    grid_dims,
+)
 from solver.selftest.blocks import (
     MAX_NEIGHBOURS,
     brute_force_neighbours,
@@ -204,3 +211,16 @@ def test_cells_thinner_along_x_change_only_the_order_of_the_sums(on_backend):
     np.testing.assert_allclose(x3, x1, rtol=0, atol=1e-4 * sim.cfg.dp)
     np.testing.assert_allclose(v3, v1, rtol=0, atol=1e-4)
     np.testing.assert_allclose(rho3, rho1, rtol=1e-4, atol=0)
+
+
+def test_gpus_thin_the_cells_along_x_only_while_the_keys_fit_32_bits():
+    """The GPUs' default x refinement is 3, or the largest below it whose grid's keys fit
+    32-bit indices; the CPU's is 1. A unit cube in cells 1/900 across: 7.29e8 cubic cells
+    (1.46e9 keys) fit, twice or three times as many do not; 0.7 of the cube fits twice."""
+    lo, hi, support = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), 3.0 / 900
+    assert default_x_refinement(False, lo, hi, 1.0, 3) == 3
+    assert default_x_refinement(True, lo, hi, 1.0, 3) == 1
+    assert default_x_refinement(False, lo, hi, support, 3) == 1
+    keys = {x: BLOCKS * np.prod(grid_dims(lo, hi, support, 3, x)) for x in (1, 2, 3)}
+    assert keys[1] < MAX_KEYS <= keys[2]
+    assert default_x_refinement(False, lo, (1.0, 1.0, 0.7), support, 3) == 2
