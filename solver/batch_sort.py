@@ -26,10 +26,10 @@ Two things stay with the host:
 - a sort due after a step with no sort queued after it (the guess below was wrong), which
   stops the batch as before.
 
-The reorder gathers the state into the spare arrays and copies it back, where the host's sort
-swaps the arrays: the steps queued after the sort were launched with the current arrays, so the
-state must stay in them (the copy costs a read and a write of the state, 10 microseconds at
-SPHERIC's size on the H200, against 15 steps of about 1 ms between sorts).
+The reorder gathers the state into a scratch array and copies it back, as the host's sort does
+(solver/particles.py): the steps queued after the sort were launched with the state's arrays,
+so the state must stay in them (the copies cost a read and a write of the state, about 10
+microseconds at SPHERIC's size on the H200, against 15 steps of about 1 ms between sorts).
 
 Where the host queues sorts (`sort_points`): the step k that uses up the skin is expected at
 the skin left over the last full step's reach (as solver/batch_size.py guesses), then every
@@ -45,7 +45,7 @@ import numpy as np
 import taichi as ti
 
 from solver.neighbors import CellGrid
-from solver.particles import ParticleArrays
+from solver.particles import ParticleArrays, reorder_state
 from solver.step_batch import HALTED, BatchControl, allocate_batch
 
 Array = ti.types.ndarray(ndim=1)
@@ -72,8 +72,9 @@ def sort_points(launches: int, skin_left: float, skin_bound: float, step_reach: 
 
 
 def _build_reorder_when(due: Callable, mark_sorted: Callable, sps: bool):
-    """The kernel that reorders the state by the grid's `order` and keeps it in place, when
-    due(control) (see the module), then records the sort with mark_sorted(control)."""
+    """The kernel that reorders the state by the grid's `order` in place
+    (solver/particles.py, `reorder_state`), when due(control) (see the module), then records
+    the sort with mark_sorted(control)."""
 
     @ti.func
     def reorder(
@@ -81,16 +82,10 @@ def _build_reorder_when(due: Callable, mark_sorted: Callable, sps: bool):
         n,
         control: ti.template(),
         state: ti.template(),
-        spare: ti.template(),
+        scratch: ti.template(),
+        extra: ti.template(),
     ):
-        live = ti.select(due(control), n, 0)
-        for i in range(live):
-            k = order[i]
-            for a in ti.static(range(len(state))):
-                spare[a][i] = state[a][k]
-        for i in range(live):
-            for a in ti.static(range(len(state))):
-                state[a][i] = spare[a][i]
+        reorder_state(order, ti.select(due(control), n, 0), state, scratch, extra)
         if due(control):
             mark_sorted(control)
 
@@ -108,22 +103,14 @@ def _build_reorder_when(due: Callable, mark_sorted: Callable, sps: bool):
         kind: Array,
         ids: Array,
         ghost: Array,
-        position_spare: Array,
-        velocity_spare: Array,
-        velocity_prev_spare: Array,
-        density_spare: Array,
-        density_prev_spare: Array,
-        pressure_spare: Array,
-        kind_spare: Array,
-        ids_spare: Array,
-        ghost_spare: Array,
+        vectors: Array,
+        whole: Array,
     ):
         reorder(
             order, n, control,
             (position, velocity, velocity_prev, density, density_prev, pressure, kind, ids,
              ghost),
-            (position_spare, velocity_spare, velocity_prev_spare, density_spare,
-             density_prev_spare, pressure_spare, kind_spare, ids_spare, ghost_spare),
+            (vectors, whole), (),
         )  # fmt: skip
 
     @ti.kernel
@@ -140,25 +127,16 @@ def _build_reorder_when(due: Callable, mark_sorted: Callable, sps: bool):
         kind: Array,
         ids: Array,
         ghost: Array,
-        position_spare: Array,
-        velocity_spare: Array,
-        velocity_prev_spare: Array,
-        density_spare: Array,
-        density_prev_spare: Array,
-        pressure_spare: Array,
-        kind_spare: Array,
-        ids_spare: Array,
-        ghost_spare: Array,
+        vectors: Array,
+        whole: Array,
         tau: Array,
-        tau_spare: Array,
+        tau_next: Array,
     ):
         reorder(
             order, n, control,
             (position, velocity, velocity_prev, density, density_prev, pressure, kind, ids,
-             ghost, tau),
-            (position_spare, velocity_spare, velocity_prev_spare, density_spare,
-             density_prev_spare, pressure_spare, kind_spare, ids_spare, ghost_spare,
-             tau_spare),
+             ghost),
+            (vectors, whole), ((tau, tau_next),),
         )  # fmt: skip
 
     return reorder_when_sps if sps else reorder_when
@@ -191,9 +169,7 @@ class BatchSort:
 
     def __call__(self, control: ti.Ndarray, stress: tuple) -> None:
         """Queue the sort after a step of the batch whose control row is `control`; `stress` is
-        (tau as that step left it, its spare) under the SPS closure, else ()."""
+        (tau as that step left it, tau_next) under the SPS closure, else ()."""
         p, grid = self.particles, self.grid
         self._update_when(p.position, p.id, p.removed, p.count, p.kind, control)
-        self._reorder_when(
-            grid.order, p.count, control, *p.state_arrays(), *p.spare_arrays(), *stress
-        )
+        self._reorder_when(grid.order, p.count, control, *p.state_arrays(), *p.scratch, *stress)

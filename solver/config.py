@@ -350,7 +350,7 @@ SCHEMA: tuple[KeySpec, ...] = (
             "each row of cells is then cut closer to the search sphere, so fewer candidates "
             "are tested in the same rows, for that many times the cells. It changes only the "
             "order in which neighbours are summed (the last bits of the results).",
-            lo=1, hi=8, auto="1 on the cpu backend, 3 on GPU backends"),
+            lo=1, hi=8, auto="1 on the cpu backend, 2 on GPU backends"),
     KeySpec("neighbors", "pair_halves", "bool", "-", True,
             "On the cpu backend, in one process and with the artificial viscosity: take each "
             "fluid pair once and add its share to both particles, half the pair arithmetic "

@@ -116,7 +116,7 @@ def estimate(cfg: Config) -> MemoryEstimate:
         + SlotMaximum.nbytes(_TIMESTEP_COMPONENTS, real_bytes)
         + batch_nbytes(real_bytes)
     )
-    kept = arrays(spares=False) + CellGrid.offsets_nbytes(cells)
+    kept = arrays(scratch=False) + CellGrid.offsets_nbytes(cells)
     halves = cfg.neighbors.pair_halves and not sps  # several processes gather: an upper bound
     pair_sums = PairSums.nbytes(fluid_count_bound(cfg), real_bytes) if halves else 0
     skin = LIST_SKIN if cfg.neighbors.skin is None else cfg.neighbors.skin

@@ -2,7 +2,7 @@
 
 The grid covers the domain box with cells of a whole fraction of the kernel support across (half on
 the CPU, a third on GPUs: `cells_per_support`), `x_refinement` times thinner along x (cubic on the
-CPU, 3 times thinner on GPUs), numbered x fastest: cell = (cz * ny + cy) * nx + cx. The particles
+CPU, 2 times thinner on GPUs), numbered x fastest: cell = (cz * ny + cy) * nx + cx. The particles
 are filed in two blocks: group 0 (the fluid: the solver passes the particle kind as the group)
 first, every other group after it, so key = block * cells + cell. Each update counts the particles
 into their keys, prefix-sums the counts and sorts the particles by (key, id) into the buckets so
@@ -16,14 +16,17 @@ cells and each row cut to the part the support sphere reaches (rows it misses sk
 checks about 2.5 times fewer candidates than with the classic 27 cells of the support's size (438
 for 174 neighbours at H = sqrt(3) dp); with cells of a third, 333 in about 41 rows instead of 22.
 Cells thinner along x cut each row closer to the sphere in the same rows: at the GPUs' search
-radius with the skin, 423 candidates a particle with cubic cells of a third, 373 with x_refinement
-3. A GPU warp runs a candidate's pair terms whenever one of its threads has a neighbour there, so
-its time follows the candidates: the third is faster on the H200 (seed case 1.29 to 1.06 ms a
-step, 1M particles 3.58 to 2.77 ms), and x_refinement 3 on top of it 4 to 6 % faster on an H100
-(the seed case, SPHERIC test 2 and 4M particles; docs/performance.md). The CPU runs one candidate at
-a time and pays for the extra rows instead (SPHERIC test 2: 170 against 213 ms a step on the 2-core
-machine), so it keeps the half; there x_refinement 3 is within the runs' spread (58 to 60 ms a step
-with neighbour lists), so it keeps cubic cells.
+radius with the skin, 423 candidates a particle with cubic cells of a third, 386 with x_refinement
+2, 373 with 3. A GPU warp runs a candidate's pair terms whenever one of its threads has a neighbour
+there, so its time follows the candidates: the third is faster on the H200 (seed case 1.29 to 1.06
+ms a step, 1M particles 3.58 to 2.77 ms), and x_refinement 2 on top of it 3 to 4 % faster on an
+H100 over whole runs, 3 another 1 to 2 % (docs/performance.md, "Cells thinner along x"). Each
+refinement adds the cells' offsets again, 23 bytes a particle in the dam-break box at a third:
+GPUs take 2, which keeps a run's device arrays within issue 5's 250 bytes a particle (213 at 4M
+particles; 260 with 3). The CPU runs one candidate at a time and pays for the extra rows instead
+(SPHERIC test 2: 170 against 213 ms a step on the 2-core machine), so it keeps the half; there
+x_refinement 3 is within the runs' spread (58 to 60 ms a step with neighbour lists), so it keeps
+cubic cells.
 
 The blocks let a pass run over the fluid alone (a contiguous range, whole GPU warps of fluid
 particles) or the boundary alone, and let a neighbour loop take fluid and boundary candidates in
@@ -52,7 +55,7 @@ GPU_CELLS_PER_SUPPORT = 3
 """Cells per kernel support on the GPU backends (see the module's docstring)."""
 CPU_X_REFINEMENT = 1
 """How many times thinner along x than across the cells are on the CPU backends."""
-GPU_X_REFINEMENT = 3
+GPU_X_REFINEMENT = 2
 """How many times thinner along x than across the cells are on the GPU backends."""
 DROP_REASONS = 4
 BLOCKS = 2

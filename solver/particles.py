@@ -1,9 +1,12 @@
 """The particle state on the device: one ndarray per quantity (structure of arrays).
 
-The state arrays (STATE) follow the particles when the cell grid sorts them, in one fused
-gather launch (a kernel launch from Python costs tens of microseconds, more than the gather of
-a small array). The work arrays (acceleration, rates, time-step terms, removal flags) are
-recomputed every step and are never reordered.
+The state arrays (STATE) follow the particles when the cell grid sorts them, in place: one
+launch gathers them into a scratch array by the sort's order and copies them back, one vector
+(or three scalars, or a vector and an integer) at a time, so a sort needs 16 bytes a particle
+of scratch (f32) where a spare copy of every state array needed 68 (docs/performance.md,
+"Cells thinner along x"). Their arrays never change, so the kernels a batch has queued after a
+sort still read the sorted state (solver/batch_sort.py). The work arrays (acceleration, rates,
+time-step terms, removal flags) are recomputed every step and are never reordered.
 """
 
 from dataclasses import dataclass
@@ -11,7 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 import taichi as ti
 
-from solver.parallel.gather import gather
 from solver.physics.sps import STRESS_COMPONENTS
 from solver.snapshot import Snapshot
 
@@ -29,31 +31,34 @@ class ArraySpec:
     """1 for a scalar, 3 for a vector."""
     real: bool
     """In the run's precision (f32 or f64); otherwise i32."""
-    spare: bool = False
-    """Has a second copy that a reorder swaps in."""
+    reordered: bool = False
+    """Follows the particles when the grid sorts them."""
+    copies: int = 1
+    """2 for the SPS stress, which the interaction writes into a second copy (tau_next)."""
     symplectic_only: bool = False
     """Allocated only for the symplectic scheme."""
     sps_only: bool = False
     """Allocated only for the SPS turbulence closure (physics.viscosity = "laminar_sps")."""
 
-    def nbytes(self, real_bytes: int, spare: bool = True) -> int:
-        """Bytes per particle of this array, with its spare unless `spare` is False."""
+    def nbytes(self, real_bytes: int, all_copies: bool = True) -> int:
+        """Bytes per particle of this array, with its second copy unless `all_copies` is
+        False."""
         element = self.components * (real_bytes if self.real else INT_BYTES)
-        return element * (2 if self.spare and spare else 1)
+        return element * (self.copies if all_copies else 1)
 
 
 LAYOUT: dict[str, ArraySpec] = {
-    "position": ArraySpec(3, True, spare=True),
-    "velocity": ArraySpec(3, True, spare=True),
-    "velocity_prev": ArraySpec(3, True, spare=True),
-    "density": ArraySpec(1, True, spare=True),
-    "density_prev": ArraySpec(1, True, spare=True),
-    "pressure": ArraySpec(1, True, spare=True),
-    "kind": ArraySpec(1, False, spare=True),
-    "id": ArraySpec(1, False, spare=True),
-    "ghost": ArraySpec(3, True, spare=True),
-    "position_prev": ArraySpec(3, True, spare=True, symplectic_only=True),
-    "tau": ArraySpec(STRESS_COMPONENTS, True, spare=True, sps_only=True),
+    "position": ArraySpec(3, True, reordered=True),
+    "velocity": ArraySpec(3, True, reordered=True),
+    "velocity_prev": ArraySpec(3, True, reordered=True),
+    "density": ArraySpec(1, True, reordered=True),
+    "density_prev": ArraySpec(1, True, reordered=True),
+    "pressure": ArraySpec(1, True, reordered=True),
+    "kind": ArraySpec(1, False, reordered=True),
+    "id": ArraySpec(1, False, reordered=True),
+    "ghost": ArraySpec(3, True, reordered=True),
+    "position_prev": ArraySpec(3, True, reordered=True, symplectic_only=True),
+    "tau": ArraySpec(STRESS_COMPONENTS, True, reordered=True, copies=2, sps_only=True),
     "acceleration": ArraySpec(3, True),
     "density_rate": ArraySpec(1, True),
     "removed": ArraySpec(1, False),
@@ -62,20 +67,66 @@ LAYOUT: dict[str, ArraySpec] = {
 
 removed is the removal flag (0 kept, else the reason); ghost is the vector from a boundary
 particle to its ghost node (mDBC; zero for fluid particles and under DBC); tau is the SPS
-stress tau / rho^2 (solver/physics/sps.py; zero for boundary particles), whose spare
+stress tau / rho^2 (solver/physics/sps.py; zero for boundary particles), whose second copy
 `tau_next` the interaction writes, then `swap_stress` makes it current.
 """
+
+SCRATCH = (ArraySpec(3, True), ArraySpec(1, False))
+"""The reorder's scratch: a vector (or three scalars) and an integer a particle."""
 
 STATE = tuple(
     name
     for name, spec in LAYOUT.items()
-    if spec.spare and not spec.symplectic_only and not spec.sps_only
+    if spec.reordered and not spec.symplectic_only and not spec.sps_only
 )
-"""The reordered arrays, in the argument order of `_reorder_state`."""
+"""The arrays every run reorders, in the argument order of `reorder_state`."""
+
+
+@ti.func
+def reorder_state(
+    order: ti.template(), n, state: ti.template(), scratch: ti.template(), extra: ti.template()
+):
+    """Apply the permutation `order` (new place -> old index) to the first n particles of the
+    STATE arrays `state`, in place through `scratch` (SCRATCH: a vector array, an integer
+    array), then to each (array, its own scratch) pair of `extra` (position_prev through the
+    vector scratch, tau through tau_next). To be called at the top level of a kernel: each
+    gather and each copy back is a loop of its own."""
+    # state: position, velocity, velocity_prev, density, density_prev, pressure, kind, ids,
+    # ghost (STATE's order); scratch: vectors, integers
+    for i in range(n):
+        k = order[i]
+        scratch[0][i] = state[0][k]
+        scratch[1][i] = state[6][k]
+    for i in range(n):
+        state[0][i] = scratch[0][i]
+        state[6][i] = scratch[1][i]
+    for i in range(n):
+        k = order[i]
+        scratch[0][i] = state[1][k]
+        scratch[1][i] = state[7][k]
+    for i in range(n):
+        state[1][i] = scratch[0][i]
+        state[7][i] = scratch[1][i]
+    for v in ti.static((2, 8)):
+        for i in range(n):
+            scratch[0][i] = state[v][order[i]]
+        for i in range(n):
+            state[v][i] = scratch[0][i]
+    for i in range(n):
+        k = order[i]
+        scratch[0][i] = ti.Vector([state[3][k], state[4][k], state[5][k]])
+    for i in range(n):
+        for c in ti.static(range(3)):
+            state[3 + c][i] = scratch[0][i][c]
+    for a in ti.static(range(len(extra))):
+        for i in range(n):
+            extra[a][1][i] = extra[a][0][order[i]]
+        for i in range(n):
+            extra[a][0][i] = extra[a][1][i]
 
 
 @ti.kernel
-def _reorder_state(
+def _reorder(
     order: ti.types.ndarray(dtype=ti.i32, ndim=1),
     n: ti.i32,
     position: Array,
@@ -87,34 +138,35 @@ def _reorder_state(
     kind: Array,
     ids: Array,
     ghost: Array,
-    position_out: Array,
-    velocity_out: Array,
-    velocity_prev_out: Array,
-    density_out: Array,
-    density_prev_out: Array,
-    pressure_out: Array,
-    kind_out: Array,
-    ids_out: Array,
-    ghost_out: Array,
+    vectors: Array,
+    whole: Array,
 ):
+    reorder_state(
+        order, n,
+        (position, velocity, velocity_prev, density, density_prev, pressure, kind, ids, ghost),
+        (vectors, whole), (),
+    )  # fmt: skip
+
+
+@ti.kernel
+def _reorder_one(
+    order: ti.types.ndarray(dtype=ti.i32, ndim=1),
+    n: ti.i32,
+    array: ti.types.ndarray(),
+    scratch: ti.types.ndarray(),
+):
+    """Apply `order` to the first n rows of `array` in place, through `scratch`."""
     for i in range(n):
-        k = order[i]
-        position_out[i] = position[k]
-        velocity_out[i] = velocity[k]
-        velocity_prev_out[i] = velocity_prev[k]
-        density_out[i] = density[k]
-        density_prev_out[i] = density_prev[k]
-        pressure_out[i] = pressure[k]
-        kind_out[i] = kind[k]
-        ids_out[i] = ids[k]
-        ghost_out[i] = ghost[k]
+        scratch[i] = array[order[i]]
+    for i in range(n):
+        array[i] = scratch[i]
 
 
 class ParticleArrays:
     """Device arrays for up to `capacity` particles in precision `dtype` (ti.f32 or ti.f64).
 
     `keep_position_prev` adds the position at the start of the step (symplectic scheme),
-    `keep_sps_stress` the SPS stress and its spare (tau, tau_next).
+    `keep_sps_stress` the SPS stress and its second copy (tau, tau_next).
     """
 
     def __init__(
@@ -135,16 +187,13 @@ class ParticleArrays:
                 return None
             if spec.sps_only and not keep_sps_stress:
                 return None
-            kind = dtype if spec.real else ti.i32
-            if spec.components == 1:
-                return ti.ndarray(kind, shape=capacity)
-            return ti.Vector.ndarray(spec.components, kind, shape=capacity)
+            return _allocate(spec, dtype, capacity)
 
         for name in LAYOUT:
             setattr(self, name, make(name))
-        self._spare = {name: make(name) for name in STATE}
-        self._position_prev_spare = make("position_prev")
         self.tau_next = make("tau")
+        self.scratch = tuple(_allocate(spec, dtype, capacity) for spec in SCRATCH)
+        """The reorder's scratch (SCRATCH), free between sorts."""
 
     @staticmethod
     def nbytes(
@@ -152,16 +201,19 @@ class ParticleArrays:
         real_bytes: int,
         keep_position_prev: bool = False,
         keep_sps_stress: bool = False,
-        spares: bool = True,
+        scratch: bool = True,
     ) -> int:
-        """Device bytes that `ParticleArrays(capacity, ...)` allocates, spares included; with
-        `spares` False, those of one copy of every array (solver/kept_state.py)."""
+        """Device bytes that `ParticleArrays(capacity, ...)` allocates; with `scratch` False,
+        those of one copy of every array, without the reorder's scratch and tau_next (what
+        solver/kept_state.py keeps)."""
         per_particle = sum(
-            spec.nbytes(real_bytes, spares)
+            spec.nbytes(real_bytes, scratch)
             for spec in LAYOUT.values()
             if (keep_position_prev or not spec.symplectic_only)
             and (keep_sps_stress or not spec.sps_only)
         )
+        if scratch:
+            per_particle += sum(spec.nbytes(real_bytes) for spec in SCRATCH)
         return capacity * per_particle
 
     def load(
@@ -206,31 +258,18 @@ class ParticleArrays:
         self.count = n
 
     def reorder(self, order: ti.Ndarray, n: int) -> None:
-        """Apply the permutation `order` (new place -> old index) to the first n particles."""
-        current = self.state_arrays()
-        spare = self.spare_arrays()
-        _reorder_state(order, n, *current, *spare)
-        for name, now, before in zip(STATE, spare, current, strict=True):
-            setattr(self, name, now)
-            self._spare[name] = before
+        """Apply the permutation `order` (new place -> old index) to the first n particles, in
+        place (`reorder_state`)."""
+        _reorder(order, n, *self.state_arrays(), *self.scratch)
         if self.position_prev is not None:
-            gather(self.position_prev, self._position_prev_spare, order, n)
-            self.position_prev, self._position_prev_spare = (
-                self._position_prev_spare,
-                self.position_prev,
-            )
+            _reorder_one(order, n, self.position_prev, self.scratch[0])
         if self.tau is not None:
-            gather(self.tau, self.tau_next, order, n)
-            self.swap_stress()
+            _reorder_one(order, n, self.tau, self.tau_next)
         self.count = n
 
     def state_arrays(self) -> list[ti.Ndarray]:
-        """The STATE arrays as they are now (a reorder swaps each with its spare)."""
+        """The STATE arrays, in the order of `reorder_state`."""
         return [getattr(self, name) for name in STATE]
-
-    def spare_arrays(self) -> list[ti.Ndarray]:
-        """The spares of the STATE arrays, in the same order."""
-        return [self._spare[name] for name in STATE]
 
     def swap_stress(self) -> None:
         """Make tau_next, just written, the current SPS stress (a no-op without SPS)."""
@@ -249,3 +288,11 @@ class ParticleArrays:
             kind=self.kind.to_numpy()[:n],
             id=self.id.to_numpy()[:n],
         )
+
+
+def _allocate(spec: ArraySpec, dtype, capacity: int) -> ti.Ndarray:
+    """One array of `spec` for `capacity` particles, reals in `dtype`."""
+    kind = dtype if spec.real else ti.i32
+    if spec.components == 1:
+        return ti.ndarray(kind, shape=capacity)
+    return ti.Vector.ndarray(spec.components, kind, shape=capacity)

@@ -384,8 +384,7 @@ class Simulation:
         return self._maximum.out.to_numpy()[self._last_slot]
 
     def _symplectic_arrays(self) -> tuple:
-        """The arrays of the predictor and corrector kernels, as they are now (a sort swaps
-        each state array with its spare)."""
+        """The arrays of the predictor and corrector kernels (a sort reorders them in place)."""
         p = self.particles
         return (p.position, p.velocity, p.density, p.position_prev, p.velocity_prev,
                 p.density_prev, p.kind, p.acceleration, p.density_rate, p.pressure,
@@ -698,8 +697,8 @@ class Simulation:
         and they keep a restored step independent of which arrays the kernels happen to
         rewrite first), and the cell grid's offsets and drop counters: with a skin the next
         steps reuse the last sort's cells without sorting again. The sort's own buffers (keys,
-        order) are rebuilt by every sort before they are read, and the spare arrays of the
-        reorder only receive data.
+        order) are rebuilt by every sort before they are read, and the reorder's scratch only
+        carries data within a sort.
         """
         p, g = self.particles, self.grid
         arrays = {f"particles.{name}": getattr(p, name) for name in STATE}

@@ -217,7 +217,7 @@ def test_the_kept_state_is_the_state_when_kept(
     backend: str, overrides: list[str], on_host: bool
 ) -> None:
     """`keep` after 25 steps, then 20 steps more (without a skin every step sorts, which
-    swaps every particle array with its spare, and the steps rewrite them): `kept_state` is
+    reorders every particle array, and the steps rewrite them): `kept_state` is
     `state()` of step 25, bit for bit, every key, whether kept on the device or on the host
     (where the device has no room for it). `snapshot_state` is `state()` on the keys a
     snapshot is cut from."""

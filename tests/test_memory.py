@@ -16,6 +16,7 @@ from solver.cli import main
 from solver.config import Config, load_config
 from solver.memory import InsufficientMemoryError, check_memory, estimate
 from solver.neighbor_lists import NeighbourLists
+from solver.neighbors import GPU_CELLS_PER_SUPPORT, GPU_X_REFINEMENT
 from solver.particles import LAYOUT, ParticleArrays
 from solver.scene import build_scene
 from solver.simulation import Simulation
@@ -58,14 +59,14 @@ def cpu_info() -> BackendInfo:
 
 @pytest.mark.parametrize(
     ("real_bytes", "symplectic", "sps", "expected"),
-    [(4, False, False, 156), (4, True, False, 180), (8, False, False, 292), (4, False, True, 204)],
+    [(4, False, False, 104), (4, True, False, 116), (8, False, False, 192), (4, False, True, 152)],
 )
 def test_bytes_per_particle_follow_the_layout(
     real_bytes: int, symplectic: bool, sps: bool, expected: int
 ) -> None:
-    # 9 state arrays (15 reals, 2 ints) with spares, 3 work arrays (4 reals, 1 int), the
-    # symplectic scheme's position_prev with its spare (3 reals x 2), and the SPS closure's
-    # stress tau / rho^2 with its spare tau_next (6 reals x 2): the default stays at 156 bytes
+    # 9 state arrays (15 reals, 2 ints), 3 work arrays (4 reals, 1 int), the reorder's scratch
+    # (3 reals, 1 int), the symplectic scheme's position_prev (3 reals), and the SPS closure's
+    # stress tau / rho^2 with its second copy tau_next (6 reals x 2): the default is 104 bytes
     # (f32) and laminar_sps adds exactly 48
     got = ParticleArrays.nbytes(1, real_bytes, keep_position_prev=symplectic, keep_sps_stress=sps)
     assert got == expected
@@ -82,7 +83,10 @@ def test_estimate_matches_what_a_simulation_allocates(
     overrides = [f"time.integrator={integrator}", f"physics.viscosity={viscosity}"]
     # the estimate's grid is the GPUs' finer one, an upper bound of the CPU's: the simulation
     # here takes it too, so that the grid's arrays count exactly
-    gpu_grid = ["neighbors.cells_per_support=3", "neighbors.x_refinement=3"]
+    gpu_grid = [
+        f"neighbors.cells_per_support={GPU_CELLS_PER_SUPPORT}",
+        f"neighbors.x_refinement={GPU_X_REFINEMENT}",
+    ]
     cfg = load_config(STILL_WATER, overrides + gpu_grid)
     assert estimate(load_config(STILL_WATER, overrides)) == estimate(cfg)
     sim = Simulation(cfg)
@@ -150,7 +154,8 @@ def test_huge_case_is_estimated_without_building_it(monkeypatch: pytest.MonkeyPa
     cfg: Config = load_config(QUICK, ["particles.dp=0.001"])
     need = estimate(cfg)  # about 8e7 particles: counted, never placed
     assert 5e7 < need.particles < 1.2e8
-    assert need.bytes_on("cuda") > need.particles * 190  # arrays, grid, scratch
+    # the particle arrays with the reorder's scratch, and the grid's four arrays a particle
+    assert need.bytes_on("cuda") > need.particles * (ParticleArrays.nbytes(1, 4) + 16)
     monkeypatch.setattr(memory, "available_bytes", lambda backend: 8 * 2**30)
     gpu = BackendInfo("cuda", "Test GPU", "f32", None, "1.7.4")
     with pytest.raises(InsufficientMemoryError) as err:

@@ -211,7 +211,7 @@ def test_every_kernel_of_the_solver_passes_the_metal_check():
     lines = [line for line in result.stdout.splitlines() if line[:4] in ("PASS", "FAIL")]
     assert lines and all(line.startswith("PASS") for line in lines)
     names = " ".join(line.split()[1] for line in lines)
-    for kernel in ("interact", "verlet", "predict", "correct", "cell_count", "_reorder_state",
+    for kernel in ("interact", "verlet", "predict", "correct", "cell_count", "_reorder",
                    "bucket_sort", "exclusive_scan", "_fold_chunks", "gather"):  # fmt: skip
         assert kernel in names
     # Every smoothing kernel x diffusion pair compiles its own interaction (6); the three pairs
