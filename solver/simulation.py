@@ -375,7 +375,7 @@ class Simulation:
 
     def _stress_arrays(self) -> tuple:
         """The SPS stress arrays an interaction kernel takes last, (tau, tau_next) as they are
-        now (a sort and each interaction swap them), or () without the SPS closure."""
+        now (each interaction swaps them), or () without the SPS closure."""
         p = self.particles
         return (p.tau, p.tau_next) if self._interaction.sps else ()
 
@@ -407,7 +407,7 @@ class Simulation:
                 self._health, *region,
             ).to_numpy()  # fmt: skip
         half_step = 0.5 * float(taken[0]) * float(taken[2])
-        mid = self._update_neighbours_and_forces(half_step)  # a sort swaps the arrays
+        mid = self._update_neighbours_and_forces(half_step)
         with self.phase("integration"):
             corrected = self._integrator.correct(
                 *self._symplectic_arrays(), p.count, float(taken[0]), self._maximum.out, mid,
