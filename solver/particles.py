@@ -82,6 +82,13 @@ STATE = tuple(
 """The arrays every run reorders, in the argument order of `reorder_state`."""
 
 
+_VECTOR_PASSES = ((0, 6), (1, 7), (2, -1), (8, -1))
+"""The passes of `reorder_state` through the vector scratch, by index into STATE: (a vector
+array, the integer array taken beside it or -1); position with kind, velocity with id,
+velocity_prev, ghost. The scalars density, density_prev and pressure (3, 4, 5) share the last
+pass."""
+
+
 @ti.func
 def reorder_state(
     order: ti.template(), n, state: ti.template(), scratch: ti.template(), extra: ti.template()
@@ -91,27 +98,17 @@ def reorder_state(
     array), then to each (array, its own scratch) pair of `extra` (position_prev through the
     vector scratch, tau through tau_next). To be called at the top level of a kernel: each
     gather and each copy back is a loop of its own."""
-    # state: position, velocity, velocity_prev, density, density_prev, pressure, kind, ids,
-    # ghost (STATE's order); scratch: vectors, integers
-    for i in range(n):
-        k = order[i]
-        scratch[0][i] = state[0][k]
-        scratch[1][i] = state[6][k]
-    for i in range(n):
-        state[0][i] = scratch[0][i]
-        state[6][i] = scratch[1][i]
-    for i in range(n):
-        k = order[i]
-        scratch[0][i] = state[1][k]
-        scratch[1][i] = state[7][k]
-    for i in range(n):
-        state[1][i] = scratch[0][i]
-        state[7][i] = scratch[1][i]
-    for v in ti.static((2, 8)):
+    for p in ti.static(range(len(_VECTOR_PASSES))):
+        vector, integer = ti.static(_VECTOR_PASSES[p])
         for i in range(n):
-            scratch[0][i] = state[v][order[i]]
+            k = order[i]
+            scratch[0][i] = state[vector][k]
+            if ti.static(integer >= 0):
+                scratch[1][i] = state[integer][k]
         for i in range(n):
-            state[v][i] = scratch[0][i]
+            state[vector][i] = scratch[0][i]
+            if ti.static(integer >= 0):
+                state[integer][i] = scratch[1][i]
     for i in range(n):
         k = order[i]
         scratch[0][i] = ti.Vector([state[3][k], state[4][k], state[5][k]])
