@@ -298,6 +298,7 @@ def run_simulation(
         "removed": sum(removed_by_reason.values()),
         "removed_by_reason": removed_by_reason,
         "neighbor_skin": sim.skin,
+        "neighbor_cell_sizes": [float(size) for size in sim.grid.cell_sizes],
         "sorts": sim.sorts,
         "snapshots": observers.snapshots_written,
         "snapshot_formats": [f for f in ("vtk", "npz") if getattr(cfg.output, f)],

@@ -156,8 +156,8 @@ def test_no_fluid_leaves_the_tank(quick_run: Run) -> None:
 def test_summary_has_every_key(quick_run: Run) -> None:
     """summary.json holds what the spec lists (backend, versions, particles by kind, steps,
     simulated time, wall and compile time, particle-steps per second, mass at start and end,
-    particles removed, the time spent waiting on and writing the output) with consistent
-    values, and equals the returned summary."""
+    particles removed, the time spent waiting on and writing the output, the neighbour grid's
+    cell sizes) with consistent values, and equals the returned summary."""
     saved = json.loads((quick_run.out / "summary.json").read_text())
     assert saved == json.loads(json.dumps(quick_run.summary))
     cfg = quick_run.cfg
@@ -198,6 +198,8 @@ def test_summary_has_every_key(quick_run: Run) -> None:
     assert saved["mass_final"] == saved["mass_initial"]
     assert saved["removed"] == 0
     assert saved["snapshots"] == len(quick_run.snapshots)
+    # the neighbour grid as the backend resolved it: cubic cells of half the support on the CPU
+    assert saved["neighbor_cell_sizes"] == pytest.approx([cfg.support_radius / 2] * 3)
 
     # The loop waited on the background writer for part of its time at most; the writer
     # wrote something.
