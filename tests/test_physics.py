@@ -1115,6 +1115,19 @@ def test_interaction_block_dim_is_large_on_cuda_in_large_cases_only() -> None:
         assert interaction_block_dim(arch, 10 * LARGE_BLOCK_FLUID, "f32") is None
 
 
+def test_the_seed_case_takes_large_blocks_on_cuda_and_spheric_does_not() -> None:
+    """The two shipped cases the threshold was measured on (docs/performance.md, "Blocks of
+    512 as a register cap"): the seed case's water fills blocks of 512 and gained 16 to 19 %,
+    SPHERIC test 2's does not fill them and keeps Taichi's blocks of 128."""
+    from solver.physics.interaction import LARGE_BLOCK, interaction_block_dim
+    from solver.scene import fluid_count_bound
+
+    seed = fluid_count_bound(load_config(ROOT / "configs" / "dambreak.toml"))
+    spheric = fluid_count_bound(load_config(ROOT / "configs" / "spheric_test2.toml"))
+    assert interaction_block_dim("cuda", seed, "f32") == LARGE_BLOCK
+    assert interaction_block_dim("cuda", spheric, "f32") is None
+
+
 def test_verlet_density_diffusion_reads_the_previous_step(on_backend: str) -> None:
     """On Verlet's leapfrog steps the density diffusion is evaluated on the previous step's
     densities (solver/physics/interaction.py): with the current densities A and the previous

@@ -115,10 +115,11 @@ class Interaction(NamedTuple):
 
 
 LARGE_BLOCK = 512
-"""Threads a GPU block of the interaction's loop holds on CUDA in large cases (see
-`interaction_block_dim`)."""
-LARGE_BLOCK_FLUID = 1_000_000
-"""Fluid particles from which CUDA runs the interaction's loop in blocks of LARGE_BLOCK."""
+"""Threads a GPU block of the interaction's loop holds on CUDA from LARGE_BLOCK_FLUID fluid
+particles (see `interaction_block_dim`)."""
+LARGE_BLOCK_FLUID = 100_000
+"""Fluid particles from which CUDA runs the interaction's loop in blocks of LARGE_BLOCK: about
+three quarters of the 2 x 132 such blocks an H100 or H200 holds at once."""
 
 
 def interaction_block_dim(arch: str, fluid: int, precision: str) -> int | None:
@@ -126,16 +127,25 @@ def interaction_block_dim(arch: str, fluid: int, precision: str) -> int | None:
     (solver.backend.running_arch's names) in `precision`; None leaves Taichi's default (128
     threads).
 
-    A block's particles are consecutive in the sort, so their candidates overlap, and its
-    threads share one multiprocessor's L1 cache. In a copy of the interaction's loop timed on
-    the H200, blocks of 512 took 6.9 ms where blocks of 128 took 8.3 ms on the 4M seed scene
-    at rest, with the same results (docs/performance.md, "The interaction in blocks of 512").
-    At 80 registers a thread only one such block fits a multiprocessor's registers, so in a small
-    case the last wave of blocks leaves most multiprocessors idle: at SPHERIC's 85,400 fluid
-    particles blocks of 512 were 5 % slower. CUDA and f32 only: the other backends were not
-    measured (on Metal the largest threadgroup a kernel may have depends on its register use),
-    nor was f64, whose values take two registers each: a block of 512 leaves a thread 128, and
-    Taichi declares the block size to the CUDA compiler, which spills what does not fit.
+    The block size sets how many registers a thread may take. Taichi 1.7.4 declares a CUDA
+    loop's block size B to the PTX assembler with at least two blocks a multiprocessor
+    (`.maxntid B` and `.minnctapersm 2` in the PTX), so a thread gets at most 65,536 / (2 B)
+    of the multiprocessor's registers. The interaction takes 92 at Taichi's 128; in blocks of
+    512 it is held to 64 (72 bytes of a thread spilled), which lets 32 warps share a
+    multiprocessor instead of 20. The loop waits on latency at the occupancy its registers
+    allow (docs/performance.md, "Nsight Compute at 16M"), so this pays wherever the blocks fill
+    the multiprocessors: on an H100 the seed case (128,310 fluid particles, 251 blocks of 512)
+    stepped at 3.09e8 and 3.18e8 particle-steps/s against 2.68e8 in blocks of 128, and the 4M
+    seed scene's interaction took 7.3 ms against 8.6 (docs/performance.md, "Blocks of 512 as a
+    register cap"). Below about three quarters of the 2 x 132 blocks of 512 an H100 or H200
+    holds at once, most multiprocessors would get one block, half their room: at SPHERIC's
+    85,400 fluid particles (167 blocks) blocks of 128 are as fast over a run and 10 % faster
+    from rest. Blocks also keep consecutive particles of the sort, whose candidates overlap,
+    on one multiprocessor's L1 cache. The results are the same bits for any block size.
+
+    CUDA and f32 only: the other backends were not measured (on Metal the largest threadgroup a
+    kernel may have depends on its register use), and f64 values take two registers each, so
+    64 registers would spill far more.
     """
     large = arch == "cuda" and precision == "f32" and fluid >= LARGE_BLOCK_FLUID
     return LARGE_BLOCK if large else None
