@@ -135,13 +135,14 @@ def interaction_block_dim(arch: str, fluid: int, precision: str) -> int | None:
     multiprocessor instead of 20. The loop waits on latency at the occupancy its registers
     allow (docs/performance.md, "Nsight Compute at 16M"), so this pays wherever the blocks fill
     the multiprocessors: on an H100 the seed case (128,310 fluid particles, 251 blocks of 512)
-    stepped at 3.09e8 and 3.18e8 particle-steps/s against 2.68e8 in blocks of 128, and the 4M
-    seed scene's interaction took 7.3 ms against 8.6 (docs/performance.md, "Blocks of 512 as a
-    register cap"). Below about three quarters of the 2 x 132 blocks of 512 an H100 or H200
-    holds at once, most multiprocessors would get one block, half their room: at SPHERIC's
-    85,400 fluid particles (167 blocks) blocks of 128 are as fast over a run and 10 % faster
-    from rest. Blocks also keep consecutive particles of the sort, whose candidates overlap,
-    on one multiprocessor's L1 cache. The results are the same bits for any block size.
+    stepped at 3.09e8 and 3.18e8 particle-steps/s against 2.68e8 in blocks of 128
+    (docs/performance.md, "Blocks of 512 as a register cap"), and the 4M seed scene's
+    interaction took 7.3 ms against 8.6 ("Blocks of 512 and the row change on CUDA"). Below
+    about three quarters of the 2 x 132 blocks of 512 an H100 or H200 holds at once, most
+    multiprocessors would get one block, half their room: at SPHERIC's 85,400 fluid particles
+    (167 blocks) blocks of 128 are as fast over a run and 10 % faster from rest. Blocks also
+    keep consecutive particles of the sort, whose candidates overlap, on one multiprocessor's
+    L1 cache. The results are the same bits for any block size.
 
     CUDA and f32 only: the other backends were not measured (on Metal the largest threadgroup a
     kernel may have depends on its register use), and f64 values take two registers each, so
