@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +34,7 @@ from solver.scene import build_scene  # noqa: E402
 from solver.simulation import Simulation  # noqa: E402
 
 
-def seconds_per_launch(launch, args: tuple, repeats: int) -> float:
+def seconds_per_launch(launch: Callable[..., None], args: tuple, repeats: int) -> float:
     """Mean wall time of `repeats` launches of `launch(*args)`, the device drained around."""
     launch(*args)
     ti.sync()

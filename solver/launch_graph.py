@@ -6,12 +6,11 @@ host's preparation of each launch comes close to bounding small cases (docs/perf
 "Known headroom"). A compute graph (`ti.graph`, made for Taichi's AOT modules; `jit_run` runs
 one in-process) records a dispatch of the kernel with symbolic arguments once; each run passes
 the values by name, and the runtime sets them in C++, then compiles (a cache lookup after the
-first time) and launches the kernel as a plain call does.
-The kernel, its compiled code and the order of launches do not change, so neither do the
-results, bit for bit. On the 2-core CPU a launch of the seed case's fused step with no particles
-took 170 to 215 microseconds through the graph against 262 to 312 as a plain call
-(`scripts/launch_cost.py`; docs/performance.md, "The fused step launched through a compute
-graph").
+first time) and launches the kernel as a plain call does. The kernel, its compiled code and the
+order of launches do not change, so neither do the results, bit for bit. On the 2-core CPU a
+launch of the seed case's fused step with no particles took 170 to 215 microseconds through the
+graph against 262 to 312 as a plain call (`scripts/launch_cost.py`; docs/performance.md, "The
+fused step launched through a compute graph").
 """
 
 from collections.abc import Callable
@@ -68,12 +67,15 @@ def _converter(annotation: Any, value: Any) -> Callable[[Any], Any]:
 
 
 class GraphLaunch:
-    """`kernel` (a `@ti.kernel` taking ndarrays and scalars only) launched through a compute
-    graph of one dispatch, built at the first call from that call's arguments. Calls take the
-    kernel's positional arguments and return nothing (a kernel with a return value must be
-    called plainly)."""
+    """`kernel` (a `@ti.kernel` whose arguments are ndarrays, vectors, matrices and scalars)
+    launched through a compute graph of one dispatch, built at the first call from that call's
+    arguments, whose array types and dimensions every later call keeps. Calls take the
+    kernel's positional arguments. A graph returns nothing, so a kernel with a return value is
+    refused: it must be called plainly."""
 
     def __init__(self, kernel: Callable) -> None:
+        if kernel._primal.return_type is not None:
+            raise TypeError(f"{kernel.__name__} returns a value: call it plainly, not in a graph")
         self.kernel = kernel
         self._names = [argument.name for argument in kernel._primal.arguments]
         self._graph = None
@@ -91,7 +93,8 @@ class GraphLaunch:
 
     def __call__(self, *args: Any) -> None:
         if len(args) != len(self._names):
-            raise TypeError(f"{self._names} takes {len(self._names)} arguments, got {len(args)}")
+            name, count = self.kernel.__name__, len(self._names)
+            raise TypeError(f"{name} takes {count} arguments, got {len(args)}")
         if self._graph is None:
             self._build(args)
         values = {

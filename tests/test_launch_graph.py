@@ -59,5 +59,19 @@ def test_a_graph_launch_takes_vectors_as_tuples_and_numpy_scalars(on_cpu: str) -
 
 
 def test_a_graph_launch_refuses_a_wrong_number_of_arguments(on_cpu: str) -> None:
-    with pytest.raises(TypeError, match="takes 7 arguments, got 6"):
+    with pytest.raises(TypeError, match="mixed_arguments takes 7 arguments, got 6"):
         GraphLaunch(mixed_arguments)(*arrays(1), 16, 2.0, ti.math.vec3(0, 0, 0))
+
+
+@ti.kernel
+def total(values: ti.types.ndarray(ndim=1)) -> float:
+    """A kernel with a return value, which a graph cannot give back."""
+    result = 0.0
+    for i in range(values.shape[0]):
+        result += values[i]
+    return result
+
+
+def test_a_kernel_with_a_return_value_is_refused(on_cpu: str) -> None:
+    with pytest.raises(TypeError, match="total returns a value"):
+        GraphLaunch(total)
