@@ -33,6 +33,8 @@ for r in 1 2; do for c in graph main wide; do
   R $c run configs/dambreak.toml --backend cuda --out $W/seed_${c}_$r --force $NF --set output.npz=true
 done; done
 for c in graph main wide; do TMO=100 R $c run configs/spheric_test2.toml --backend cuda --out $W/sp_$c --force $NF; done
+# The quick case (8,711 particles), whose device step is far shorter than a launch prepared in Python
+for r in 1 2; do for c in graph main; do R $c run configs/quick.toml --backend cuda --out $W/q_${c}_$r --force $NF; done; done
 for c in graph main; do
   root=$(where $c)
   echo "== profile_host $c, seed case to 0.5 s"
