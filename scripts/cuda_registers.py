@@ -1,6 +1,6 @@
 """The registers of the fused step's CUDA tasks, counted without a GPU.
 
-Usage: python3 scripts/cuda_registers.py [CONFIG] [--ptxas PATH] [--keep DIR] [--set key=value ...]
+Usage: python3 scripts/cuda_registers.py [CONFIG] [--ptxas PATH] [--keep DIR] [--set key=value]
 
 A CUDA loop's registers set how many warps share a multiprocessor, and Taichi 1.7.4 caps them
 by the loop's block size B (it declares `.maxntid B` and `.minnctapersm 2`: at most 65,536 /
@@ -78,11 +78,36 @@ def task_table(ptx: str, ptxas: str) -> list[tuple[str, int, int, int, int]]:
     return sorted(rows, key=lambda row: int(re.search(r"_kernel_(\d+)_", row[0]).group(1)))
 
 
+def write_step_ptx(config: str, overrides: list[str], work: Path, compiler: str) -> Path:
+    """Build the fake driver in `work`, compile CONFIG's fused step on it in a child process
+    (Taichi's kernel cache in `work` too) and return the PTX module that holds the step."""
+    driver = work / "lib"
+    driver.mkdir(parents=True, exist_ok=True)
+    library = driver / "libcuda.so"
+    subprocess.run([compiler, "-shared", "-fPIC", "-O1", "-o", str(library), str(FAKE_DRIVER)],
+                   check=True)  # fmt: skip
+    (driver / "libcuda.so.1").unlink(missing_ok=True)
+    (driver / "libcuda.so.1").symlink_to(library.name)
+    ptx_dir = work / "ptx"
+    ptx_dir.mkdir(exist_ok=True)
+    library_path = f"{driver}:{os.environ.get('LD_LIBRARY_PATH', '')}"
+    env = dict(os.environ, LD_LIBRARY_PATH=library_path, FAKECUDA_PTX_DIR=str(ptx_dir),
+               TI_OFFLINE_CACHE_FILE_PATH=str(work / "cache"))  # fmt: skip
+    child = [sys.executable, __file__, config, "--child"]
+    child += [f"--set={override}" for override in overrides]
+    subprocess.run(child, env=env, check=True, stdout=subprocess.DEVNULL)
+    modules = [path for path in sorted(ptx_dir.glob("*.ptx")) if "interact_and_verlet" in
+               path.read_text()]  # fmt: skip
+    if not modules:
+        raise RuntimeError(f"no PTX of the fused step was written into {ptx_dir}")
+    return modules[-1]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config", nargs="?", default=str(ROOT / "configs" / "spheric_test2.toml"))
     parser.add_argument("--ptxas", default=os.environ.get("PTXAS") or shutil.which("ptxas"))
-    parser.add_argument("--keep", default=None, help="write the PTX into DIR and keep it")
+    parser.add_argument("--keep", default=None, help="work in DIR and keep it (PTX in DIR/ptx)")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -95,29 +120,12 @@ def main() -> int:
     if not compiler:
         parser.error("no C compiler (cc or gcc) to build scripts/fake_libcuda.c")
 
-    with tempfile.TemporaryDirectory(prefix="cuda_registers-") as work:
-        driver = Path(work) / "lib"
-        driver.mkdir()
-        library = driver / "libcuda.so"
-        subprocess.run([compiler, "-shared", "-fPIC", "-O1", "-o", str(library), str(FAKE_DRIVER)],
-                       check=True)  # fmt: skip
-        (driver / "libcuda.so.1").symlink_to(library.name)
-        ptx_dir = Path(args.keep) if args.keep else Path(work) / "ptx"
-        ptx_dir.mkdir(parents=True, exist_ok=True)
-        library_path = f"{driver}:{os.environ.get('LD_LIBRARY_PATH', '')}"
-        env = dict(os.environ, LD_LIBRARY_PATH=library_path, FAKECUDA_PTX_DIR=str(ptx_dir),
-                   TI_OFFLINE_CACHE_FILE_PATH=f"{work}/cache")  # fmt: skip
-        child = [sys.executable, __file__, args.config, "--child"]
-        child += [f"--set={override}" for override in args.overrides]
-        subprocess.run(child, env=env, check=True, stdout=subprocess.DEVNULL)
-        modules = sorted(ptx_dir.glob("*.ptx"))
-        modules = [path for path in modules if "interact_and_verlet" in path.read_text()]
-        if not modules:
-            print("no PTX of the fused step was written", file=sys.stderr)
-            return 1
+    with tempfile.TemporaryDirectory(prefix="cuda_registers-") as scratch:
+        work = Path(args.keep) if args.keep else Path(scratch)
+        ptx = write_step_ptx(args.config, args.overrides, work, compiler)
         print(f"{Path(args.config).name}: the fused step's tasks, ptxas for sm_90 ({args.ptxas})")
         print(f"{'task':48} {'block':>5} {'registers':>9} {'spilled (st/ld)':>15} {'warps/SM':>8}")
-        for name, block, registers, stores, loads in task_table(str(modules[-1]), args.ptxas):
+        for name, block, registers, stores, loads in task_table(str(ptx), args.ptxas):
             spilled = f"{stores}/{loads} B"
             warps = resident_warps(registers, block) if block > 1 else "-"
             print(f"{name:48} {block:5d} {registers:9d} {spilled:>15} {warps:>8}")
