@@ -7,7 +7,9 @@
 # A third code, "wide", is the change with sort_window_wider.patch applied (in /tmp/wide): the
 # sorts' window one step wider for each later expected sort of a batch, which removed four
 # fifths of the batches halted by a sort not queued but cost more host time in queued sorts
-# when they were plain calls ("Where a batch queues its sorts").
+# when they were plain calls ("Where a batch queues its sorts"). About 6 to 7 minutes on an H100:
+# run it with the device tool's limit of 600 s. Checked end to end on the 2-core CPU (the
+# backend and times substituted) on 2026-12-07.
 set -u
 source scripts/device_env.sh >/dev/null 2>&1
 log=$OUT/log.txt
