@@ -44,7 +44,6 @@ from collections.abc import Callable
 import numpy as np
 import taichi as ti
 
-from solver.launch_graph import GraphLaunch
 from solver.neighbors import CellGrid
 from solver.particles import ParticleArrays, reorder_state
 from solver.step_batch import HALTED, BatchControl, allocate_batch
@@ -151,8 +150,8 @@ class BatchSort:
         self.grid = grid
         self.particles = particles
         self._update_when = grid.build_update_when(batch.sort_due)
-        self._reorder_when = GraphLaunch(
-            _build_reorder_when(batch.sort_due, batch.mark_sorted, particles.tau is not None)
+        self._reorder_when = _build_reorder_when(
+            batch.sort_due, batch.mark_sorted, particles.tau is not None
         )
 
     def compile(self, like: ti.Ndarray, stress: tuple) -> None:

@@ -44,7 +44,6 @@ from collections.abc import Callable
 import numpy as np
 import taichi as ti
 
-from solver.launch_graph import GraphLaunch
 from solver.parallel.bucket_sort import build_sort_counted, clear
 from solver.parallel.scan import scratch_size
 
@@ -481,10 +480,8 @@ class CellGrid:
                 slot_element, cell_offsets, dropped, scratch, order, sorted_keys,
             )  # fmt: skip
 
-        kernel = GraphLaunch(update_when)  # its 16 arguments set in C++ (launch_graph.py)
-
         def launch(position, ids, removed, n: int, group, control) -> None:
-            kernel(
+            update_when(
                 position, ids, removed, group, n, control, lo, inv_cell, dims,
                 *self._sort_arrays(),
             )  # fmt: skip

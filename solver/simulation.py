@@ -26,7 +26,6 @@ from solver.integrate import (
     lands_on_limit,
 )
 from solver.kept_state import KeptState
-from solver.launch_graph import GraphLaunch
 from solver.neighbor_lists import LIST_SKIN, NeighbourLists, uses_lists
 from solver.neighbors import CellGrid, default_cells_per_support, default_x_refinement
 from solver.output.device_probes import ProbePoints
@@ -198,19 +197,15 @@ class Simulation:
         """Where the probes read the field; a batch of steps samples them there."""
         self.probe_interval = self.probe_points.interval
         """Time between probe samples (None: the case has no probes)."""
-        self._verlet_step_kernel = GraphLaunch(
-            build_verlet_step(
-                self._interaction,
-                self._integrator,
-                self.grid,
-                self._boundary,
-                self._batch_control(),
-                self.probe_points,
-                cfg.support_radius,
-            )
+        self._verlet_step_kernel = build_verlet_step(
+            self._interaction,
+            self._integrator,
+            self.grid,
+            self._boundary,
+            self._batch_control(),
+            self.probe_points,
+            cfg.support_radius,
         )
-        """The fused step (solver/fused_step.py), launched through a compute graph: its 30
-        arguments are set in C++, not in Python (solver/launch_graph.py)."""
         self._batch_sort = (
             BatchSort(self.grid, self.particles, self._batch_control())
             if self.skin > 0 and self._lists is None

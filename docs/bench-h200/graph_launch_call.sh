@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Device call for the compute-graph launches (issue 12, 2026-12-07, fourteenth session; not
-# run: no device was lent after the change). Main before the change is in devmain/ (here:
-# `git archive 5ba77f9 solver configs scripts | tar -x -C devmain`; carry .whl and devmain),
-# the change is the working tree. Each command runs in a fresh process, the codes alternating;
-# the seed case's npz snapshots and SPHERIC's probes.csv are compared bit for bit.
+# Device call for the compute-graph launches (issue 12, 2026-12-07, fourteenth session), run
+# once on an H100 (log: graph_launch_h100_log.txt; docs/performance.md, "The fused step launched
+# through a compute graph: measured, not kept"). It needs the tree of commit 2518124 (the graph
+# code and scripts/launch_cost.py, no longer on main) and main before the change in devmain/
+# (`git archive 5ba77f9 solver configs scripts | tar -x -C devmain`; carry .whl and devmain).
+# Each command runs in a fresh process, the codes alternating; the seed case's npz snapshots
+# and SPHERIC's probes.csv are compared bit for bit.
 # A third code, "wide", is the change with sort_window_wider.patch applied (in /tmp/wide): the
 # sorts' window one step wider for each later expected sort of a batch, which removed four
 # fifths of the batches halted by a sort not queued but cost more host time in queued sorts
-# when they were plain calls ("Where a batch queues its sorts"). About 6 to 7 minutes on an H100:
-# run it with the device tool's limit of 600 s. Checked end to end on the 2-core CPU (the
-# backend and times substituted) on 2026-12-07.
+# when they were plain calls ("Where a batch queues its sorts"). 343 s on the H100.
 set -u
 source scripts/device_env.sh >/dev/null 2>&1
 log=$OUT/log.txt
