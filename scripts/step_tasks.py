@@ -9,7 +9,7 @@ Usage, on the GPU machine (docs/performance.md, "Where a SPHERIC step's device t
 
 Each offloaded task of a Taichi kernel is a CUDA kernel named <kernel>_c<N>_<M>_kernel_<task>_
 <kind>; the durations are summed by kernel and task, and divided by the steps of the window (the
-launches of the step's interaction task). Nsight Compute flushes the caches before each kernel,
+launches of the step's first task). Nsight Compute flushes the caches before each kernel,
 so the figures are upper bounds.
 """
 
@@ -24,8 +24,9 @@ from pathlib import Path
 LAUNCH = re.compile(r"^\s+(\S+) \(\d+, \d+, \d+\)x\(\d+, \d+, \d+\)")
 DURATION = re.compile(r"gpu__time_duration\.sum\s+(ns|us|ms)\s+([\d.,]+)")
 TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3}
-STEP_TASK = re.compile(r"^interact_and_verlet(_sps)?_kernel_2_")
-"""The interaction task of the one-launch step (solver/fused_step.py): one per step."""
+STEP_TASK = re.compile(r"^interact_and_verlet(_sps)?_kernel_0_")
+"""The first task of the one-launch step (solver/fused_step.py), the batch's control: one per
+step, whichever loops the step compiles (the mDBC pass's adds a task before the interaction)."""
 
 
 def task_durations(lines: list[str]) -> list[tuple[str, float]]:
@@ -54,7 +55,7 @@ def main() -> int:
     launches = task_durations(args.ncu_output.read_text(errors="replace").splitlines())
     steps = sum(1 for task, _ in launches if STEP_TASK.match(task))
     if not steps:
-        print(f"{args.ncu_output}: no step's interaction task among the launches", file=sys.stderr)
+        print(f"{args.ncu_output}: no step's first task among the launches", file=sys.stderr)
         return 1
     total: defaultdict[str, float] = defaultdict(float)
     count: Counter[str] = Counter()

@@ -18,6 +18,8 @@ REPORT = """\
     gpu__time_duration.sum                                               us       440.00
   update_when_c90_0_kernel_9_range_for (8448, 1, 1)x(128, 1, 1), Context 1, Stream 7, Device 0
     gpu__time_duration.sum                                               ms         0.20
+  interact_and_verlet_c112_1_kernel_0_serial (1, 1, 1)x(1, 1, 1), Context 1, Stream 7, Device 0
+    gpu__time_duration.sum                                               us         4.00
   interact_and_verlet_c112_1_kernel_2_range_for (8448, 1, 1)x(128, 1, 1), Context 1, Stream 7
     gpu__time_duration.sum                                               us       460.00
 """
@@ -30,18 +32,18 @@ def test_durations_are_summed_by_task_and_divided_by_the_steps(tmp_path):
         [sys.executable, str(SCRIPT), str(report)], capture_output=True, text=True, check=True
     )
     lines = result.stdout.splitlines()
-    assert lines[0] == "4 launches, 2 steps: 552.0 us of device time a step"
+    assert lines[0] == "5 launches, 2 steps: 554.0 us of device time a step"
     rows = {line.split()[-1]: line.split()[:3] for line in lines[2:]}
-    assert rows["interact_and_verlet_kernel_2_range_for"] == ["450.00", "81.5%", "2"]
+    assert rows["interact_and_verlet_kernel_2_range_for"] == ["450.00", "81.2%", "2"]
     assert rows["update_when_kernel_9_range_for"] == ["100.00", "18.1%", "1"]
-    assert rows["interact_and_verlet_kernel_0_serial"] == ["2.00", "0.4%", "1"]
+    assert rows["interact_and_verlet_kernel_0_serial"] == ["4.00", "0.7%", "2"]
 
 
 def test_a_report_without_steps_is_an_error(tmp_path):
     report = tmp_path / "ncu.txt"
-    report.write_text(REPORT.split("  interact_and_verlet_c112_0_kernel_2")[0])
+    report.write_text(REPORT.split("  interact_and_verlet_c112_0_kernel_0")[0])
     result = subprocess.run(
         [sys.executable, str(SCRIPT), str(report)], capture_output=True, text=True
     )
     assert result.returncode == 1
-    assert "no step's interaction task" in result.stderr
+    assert "no step's first task" in result.stderr
