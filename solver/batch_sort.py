@@ -46,7 +46,6 @@ import taichi as ti
 
 from solver.neighbors import CellGrid
 from solver.particles import ParticleArrays, reorder_state
-from solver.physics.wet_boundary import WetBoundary
 from solver.step_batch import HALTED, BatchControl, allocate_batch
 
 Array = ti.types.ndarray(ndim=1)
@@ -143,33 +142,16 @@ def _build_reorder_when(due: Callable, mark_sorted: Callable, sps: bool):
     return reorder_when_sps if sps else reorder_when
 
 
-@ti.func
-def _no_mark(control: ti.template()):
-    """Records nothing: the sort's last launch records it."""
-
-
 class BatchSort:
     """The sort a batch queues between two of its steps (see the module) for `particles` on
-    `grid`, decided by the batch's control row; under mDBC it refreshes the boundary pass's
-    work list `wet` (solver/physics/wet_boundary.py) in a third launch, which records the
-    sort."""
+    `grid`, decided by the batch's control row."""
 
-    def __init__(
-        self,
-        grid: CellGrid,
-        particles: ParticleArrays,
-        batch: BatchControl,
-        wet: WetBoundary | None = None,
-    ) -> None:
+    def __init__(self, grid: CellGrid, particles: ParticleArrays, batch: BatchControl) -> None:
         self.grid = grid
         self.particles = particles
         self._update_when = grid.build_update_when(batch.sort_due)
         self._reorder_when = _build_reorder_when(
-            batch.sort_due, batch.mark_sorted if wet is None else _no_mark,
-            particles.tau is not None,
-        )  # fmt: skip
-        self._wet_when = (
-            wet.build_update_when(batch.sort_due, batch.mark_sorted) if wet is not None else None
+            batch.sort_due, batch.mark_sorted, particles.tau is not None
         )
 
     def compile(self, like: ti.Ndarray, stress: tuple) -> None:
@@ -191,5 +173,3 @@ class BatchSort:
         p, grid = self.particles, self.grid
         self._update_when(p.position, p.id, p.removed, p.count, p.kind, control)
         self._reorder_when(grid.order, p.count, control, *p.state_arrays(), *p.scratch, *stress)
-        if self._wet_when is not None:
-            self._wet_when(p.position, p.ghost, p.density, p.pressure, p.count, control)

@@ -37,15 +37,12 @@ def build_verlet_step(
     batch: BatchControl,
     probes: ProbePoints,
     support_radius: float,
-    worklist: bool,
 ):
     """The kernel of one Verlet step on `grid`, as step k of a batch (see `BatchControl`).
 
-    `boundary` is the mDBC pass, None under DBC; with `worklist` it runs over the work list
-    `wet` (solver/physics/wet_boundary.py), else over the whole boundary block. `probes` are
-    the case's probe points, sampled (within `support_radius` of each, plus the skin bound
-    `moved`) by a step that passes a probe time; a case without probes compiles no probe
-    loop. The grid's geometry is
+    `boundary` is the mDBC pass, None under DBC. `probes` are the case's probe points,
+    sampled (within `support_radius` of each, plus the skin bound `moved`) by a step that
+    passes a probe time; a case without probes compiles no probe loop. The grid's geometry is
     compiled in rather than passed: every argument adds to the host's cost of a launch,
     vectors most; for that reason the SPS closure (`interaction.sps`) gets a kernel of its
     own, which takes tau and tau_next after the other arguments, as the interaction kernel
@@ -54,7 +51,6 @@ def build_verlet_step(
     probe clock are read by the batch's first kernel only (k = 0).
     """
     mdbc = boundary is not None
-    over_list = mdbc and worklist
     verlet_particle = integrator.verlet_particle
     device_time_step = integrator.device_time_step
     lo, inv_cell, dims, _ = grid.kernel_args()
@@ -74,7 +70,6 @@ def build_verlet_step(
         removed: ti.template(),
         n,
         cell_offsets: ti.template(),
-        wet: ti.template(),
         acceleration: ti.template(),
         density_rate: ti.template(),
         maxima: ti.template(),
@@ -96,7 +91,6 @@ def build_verlet_step(
         lists: ti.template(),
     ):
         """The step's loops; called at a kernel's top level, they stay its parallel loops.
-        `wet` is the mDBC pass's work list (read with `worklist` only).
         `stress` holds the interaction's own arrays: (tau, tau_next) under the SPS closure,
         (sums,) with the pair halves, else (); `lists` the neighbour lists, (lists,) where the
         pair halves read them (solver/neighbor_lists.py), else ()."""
@@ -105,17 +99,11 @@ def build_verlet_step(
         if batch.running(records):
             clear_slot(maxima, 1 - slot)  # for the next step (see SlotMaximum)
         # The sort files the fluid first (solver/neighbors.py): under mDBC the boundary pass
-        # runs over the wet part of the boundary block alone and the interaction over the fluid
-        # alone.
-        if ti.static(over_list):
+        # runs over the boundary block alone and the interaction over the fluid alone.
+        if ti.static(mdbc):
             boundary.loop(
                 live, position, ghost, density, pressure, removed, lo, inv_cell, dims,
-                cell_offsets, lists, (wet,),
-            )  # fmt: skip
-        elif ti.static(mdbc):
-            boundary.loop(
-                live, position, ghost, density, pressure, removed, lo, inv_cell, dims,
-                cell_offsets, lists, (),
+                cell_offsets, lists,
             )  # fmt: skip
         if ti.static(interaction.pair_halves):
             interaction.loops(
@@ -165,7 +153,6 @@ def build_verlet_step(
         removed: ti.types.ndarray(ndim=1),
         n: ti.i32,
         cell_offsets: ti.types.ndarray(ndim=1),
-        wet: ti.types.ndarray(dtype=ti.i32, ndim=1),
         acceleration: ti.types.ndarray(ndim=1),
         density_rate: ti.types.ndarray(ndim=1),
         maxima: ti.types.ndarray(ndim=1),
@@ -186,7 +173,7 @@ def build_verlet_step(
     ):
         step(
             position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
-            removed, n, cell_offsets, wet, acceleration, density_rate, maxima, slot, euler, health,
+            removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
             sort_follows, points,
             probe_rows, (), (),
@@ -205,7 +192,6 @@ def build_verlet_step(
         removed: ti.types.ndarray(ndim=1),
         n: ti.i32,
         cell_offsets: ti.types.ndarray(ndim=1),
-        wet: ti.types.ndarray(dtype=ti.i32, ndim=1),
         acceleration: ti.types.ndarray(ndim=1),
         density_rate: ti.types.ndarray(ndim=1),
         maxima: ti.types.ndarray(ndim=1),
@@ -228,7 +214,7 @@ def build_verlet_step(
     ):
         step(
             position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
-            removed, n, cell_offsets, wet, acceleration, density_rate, maxima, slot, euler, health,
+            removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
             sort_follows, points,
             probe_rows, (tau, tau_next), (),
@@ -247,7 +233,6 @@ def build_verlet_step(
         removed: ti.types.ndarray(ndim=1),
         n: ti.i32,
         cell_offsets: ti.types.ndarray(ndim=1),
-        wet: ti.types.ndarray(dtype=ti.i32, ndim=1),
         acceleration: ti.types.ndarray(ndim=1),
         density_rate: ti.types.ndarray(ndim=1),
         maxima: ti.types.ndarray(ndim=1),
@@ -270,7 +255,7 @@ def build_verlet_step(
     ):
         step(
             position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
-            removed, n, cell_offsets, wet, acceleration, density_rate, maxima, slot, euler, health,
+            removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
             sort_follows, points,
             probe_rows, (sums,), (lists,) if ti.static(interaction.lists) else (),

@@ -33,7 +33,6 @@ from solver.neighbors import (
 from solver.parallel.reduce import SlotMaximum
 from solver.particles import ParticleArrays
 from solver.physics.pair_halves import PairSums
-from solver.physics.wet_boundary import WetBoundary
 from solver.scene import fluid_count_bound, particle_count_bound
 from solver.step_batch import batch_nbytes
 
@@ -116,7 +115,6 @@ def estimate(cfg: Config) -> MemoryEstimate:
         + CellGrid.nbytes(cells, capacity)
         + SlotMaximum.nbytes(_TIMESTEP_COMPONENTS, real_bytes)
         + batch_nbytes(real_bytes)
-        + (WetBoundary.nbytes(capacity) if cfg.physics.boundary == "mdbc" else 0)
     )
     kept = arrays(scratch=False) + CellGrid.offsets_nbytes(cells)
     halves = cfg.neighbors.pair_halves and not sps  # several processes gather: an upper bound

@@ -37,7 +37,6 @@ from solver.physics.eos import tait_density, tait_pressure
 from solver.physics.interaction import build_interaction, interaction_block_dim
 from solver.physics.mdbc import build_boundary_density
 from solver.physics.pair_halves import PairSums, uses_pair_halves
-from solver.physics.wet_boundary import WetBoundary
 from solver.removal_log import RemovalLog
 from solver.scene import Scene, build_scene
 from solver.snapshot import STATE_KEYS, Snapshot
@@ -120,10 +119,6 @@ class Simulation:
     """Whether the CPU's interaction may take each fluid pair once (solver/physics/
     pair_halves.py): a process holding every particle; the distributed step gathers."""
 
-    keeps_wet_list = True
-    """Whether the mDBC pass runs over the work list its sorts refresh (solver/physics/
-    wet_boundary.py); the distributed sort, which migrates particles, keeps none."""
-
     def __init__(self, cfg: Config, scene: Scene | None = None) -> None:
         self.cfg = cfg
         self.scene = scene if scene is not None else build_scene(cfg)
@@ -193,20 +188,10 @@ class Simulation:
         """What the pair halves' kernels take for the lists' array when they walk."""
         self._integrator = build_integrator(cfg)
         self._boundary = (
-            build_boundary_density(
-                cfg, self.skin, running_arch() == "cpu", worklist=self.keeps_wet_list
-            )
+            build_boundary_density(cfg, self.skin, spread_order=running_arch() == "cpu")
             if cfg.physics.boundary == "mdbc"
             else None
         )
-        self._wet = (
-            WetBoundary(self._boundary, self.grid, capacity)
-            if self._boundary is not None and self.keeps_wet_list
-            else None
-        )
-        """The mDBC pass's work list, refreshed by every sort; None without one."""
-        self._no_wet = ti.ndarray(ti.i32, shape=1)
-        """What the kernels take for the work list where there is none (unread there)."""
         self._records = allocate_batch(dtype)
         self.probe_points = ProbePoints(cfg, dtype)
         """Where the probes read the field; a batch of steps samples them there."""
@@ -220,10 +205,9 @@ class Simulation:
             self._batch_control(),
             self.probe_points,
             cfg.support_radius,
-            self._wet is not None,
         )
         self._batch_sort = (
-            BatchSort(self.grid, self.particles, self._batch_control(), self._wet)
+            BatchSort(self.grid, self.particles, self._batch_control())
             if self.skin > 0 and self._lists is None
             else None
         )
@@ -325,8 +309,6 @@ class Simulation:
         p.removed.fill(0)
         if self._lists is not None:
             self._lists.build(p.position, p.ghost, n, self.grid)
-        if self._wet is not None:
-            self._wet.update(p.position, p.ghost, p.density, p.pressure, n)
         self.moved = 0.0
         self.sorts += 1
         self._flagged_at_sort = self.flagged
@@ -352,9 +334,9 @@ class Simulation:
                 args = (p.position, p.ghost, p.density, p.pressure, p.removed, p.count, lo,
                         inv_cell, dims, offsets)  # fmt: skip
                 if self._lists is not None:
-                    self._boundary.listed_kernel(*args, self._wet_list, self._lists.lists)
+                    self._boundary.listed_kernel(*args, self._lists.lists)
                 else:
-                    self._boundary.kernel(*args, self._wet_list)
+                    self._boundary.kernel(*args)
         slot = self._last_slot = self._maximum.next_slot()
         with self.phase("interaction"):
             self._interaction.kernel(
@@ -381,11 +363,6 @@ class Simulation:
             )
             p.swap_stress()
         return slot
-
-    @property
-    def _wet_list(self) -> ti.Ndarray:
-        """The array the kernels take for the mDBC pass's work list (`_wet`)."""
-        return self._wet.wet if self._wet is not None else self._no_wet
 
     def _pair_arrays(self) -> tuple:
         """The pair halves' arrays an interaction kernel takes last, (sums, lists) with the
@@ -478,8 +455,8 @@ class Simulation:
             stress = stress[::-1]
         self._verlet_step_kernel(
             p.position, p.ghost, p.velocity, p.velocity_prev, p.density, p.density_prev,
-            p.pressure, p.kind, p.removed, p.count, self.grid.cell_offsets, self._wet_list,
-            p.acceleration, p.density_rate, self._maximum.out, slot, self._euler_at(self.steps + k),
+            p.pressure, p.kind, p.removed, p.count, self.grid.cell_offsets, p.acceleration,
+            p.density_rate, self._maximum.out, slot, self._euler_at(self.steps + k),
             self._health, self._records, k, remaining, self.dt, self.moved, *probe_clock,
             float(self.flagged - self._flagged_at_sort), int(sort_follows),
             self.probe_points.points, self.probe_points.rows, *stress, *self._pair_arrays(),
@@ -850,9 +827,3 @@ class Simulation:
             # read the same sums (solver/neighbor_lists.py).
             p = self.particles
             self._lists.build(p.position, p.ghost, p.count, self.grid)
-        if self._wet is not None and math.isfinite(self.moved):
-            # As the last sort left it: the same cells, and the boundary particles where they
-            # were (their density and pressure are rho0's already where it lists none). Before
-            # the first sort, or with the cells left behind, the next step sorts first.
-            p = self.particles
-            self._wet.update(p.position, p.ghost, p.density, p.pressure, p.count)

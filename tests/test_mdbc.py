@@ -198,31 +198,26 @@ def test_quick_case_keeps_all_its_water(on_cpu: str) -> None:
     assert int(np.count_nonzero(sim.snapshot().kind == FLUID)) == fluid
 
 
-def test_spread_order_and_work_list_give_the_plain_loops_bits(on_cpu: str) -> None:
-    """The CPU takes the boundary particles in spread order (solver/parallel/spread_order.py),
-    so that the wet wall particles are shared among its threads, and a single process runs
-    the pass over the work list its sort left (solver/physics/wet_boundary.py); each boundary
-    particle's density depends on the fluid alone, and the particles the list leaves out hold
-    rho0, so every variant gives the plain loop's bits over the whole boundary block, here on
-    the quick case after its surge has reached the obstacle."""
+def test_spread_order_gives_the_plain_loops_bits(on_cpu: str) -> None:
+    """The CPU takes the boundary block in spread order (solver/parallel/spread_order.py), so
+    that the wet wall particles are shared among its threads; each boundary particle's density
+    depends on the fluid alone, so the pass gives the plain loop's bits, here on the quick case
+    after its surge has reached the obstacle."""
     cfg = load_config(QUICK)
     sim = Simulation(cfg)
     sim.advance(0.3)
     p = sim.particles
     args = (p.position, p.ghost, p.density, p.pressure, p.removed, p.count,
-            *sim.grid.kernel_args(), sim._wet_list)  # fmt: skip
+            *sim.grid.kernel_args())  # fmt: skip
     before = p.density.to_numpy(), p.pressure.to_numpy()
     results = []
-    for spread, worklist in ((False, False), (True, False), (False, True), (True, True)):
+    for spread in (True, False):
         p.density.from_numpy(before[0])
         p.pressure.from_numpy(before[1])
-        build_boundary_density(cfg, sim.skin, spread, worklist).kernel(*args)
+        build_boundary_density(cfg, sim.skin, spread_order=spread).kernel(*args)
         results.append((p.density.to_numpy(), p.pressure.to_numpy()))
     boundary = p.kind.to_numpy()[: p.count] != FLUID
     assert sim._boundary is not None
-    listed = sim._wet_list.to_numpy()[0]
-    assert 0 < listed < np.count_nonzero(boundary)  # the list leaves some out
     assert not np.array_equal(results[0][0][: p.count][boundary], before[0][: p.count][boundary])
-    for variant in results[1:]:
-        for variant_array, plain_array in zip(variant, results[0], strict=True):
-            assert np.array_equal(variant_array, plain_array)
+    for spread_array, plain_array in zip(results[0], results[1], strict=True):
+        assert np.array_equal(spread_array, plain_array)

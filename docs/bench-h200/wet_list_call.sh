@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Device call for the mDBC pass's work list (issue 12, 2026-12-07, fifteenth session; log:
-# wet_list_log.txt; docs/performance.md, "The mDBC pass over the wet walls alone"). Main before
-# the change in devmain/ (`git archive 8e21eae solver configs scripts | tar -x -C devmain`; carry
-# .whl, .gl and devmain). Fresh processes, the codes alternating; the seed case's npz snapshots
+# wet_list_h100_log.txt; docs/performance.md, "The mDBC pass over the wet walls alone: measured,
+# not kept"). It needs the tree of commit d29a2e4 (the change, kept as wet_list.patch) and main
+# before it in devmain/ (`git archive 8e21eae solver configs scripts | tar -x -C devmain`; carry
+# .whl without the MPI wheels, .gl and devmain). Ran once on an H100 in 330 s. Fresh processes, the codes alternating; the seed case's npz snapshots
 # and SPHERIC's probes.csv compared bit for bit; Vulkan against CUDA at 1M with the change; the
 # seed case's step task by task under Nsight Compute, both codes.
 set -u

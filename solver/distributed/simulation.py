@@ -60,7 +60,6 @@ class DistributedSimulation(Simulation):
     """The `Simulation` of one process of `world` (rank 0 gathers the output)."""
 
     takes_pair_halves = False  # its step phases gather (solver/physics/pair_halves.py)
-    keeps_wet_list = False  # its sort migrates particles (solver/physics/wet_boundary.py)
 
     def __init__(self, cfg: Config, world: World, scene: Scene | None = None) -> None:
         super().__init__(cfg, scene)

@@ -89,13 +89,12 @@ def build_step_phases(
         if batch.running(records):
             clear_slot(maxima, 1 - slot)  # for the next step (see SlotMaximum)
         # The sort files the fluid first (solver/neighbors.py), halo copies included: under
-        # mDBC the boundary pass runs over the boundary block alone (the whole block: a
-        # decomposed run keeps no work list, solver/physics/wet_boundary.py), the interaction
-        # over the fluid alone.
+        # mDBC the boundary pass runs over the boundary block alone, the interaction over the
+        # fluid alone.
         if ti.static(mdbc):
             boundary.loop(
                 live, position, ghost, density, pressure, removed, lo, inv_cell, dims,
-                cell_offsets, (), (),
+                cell_offsets, (),
             )  # fmt: skip
         interaction.gather(
             live, position, velocity, density, pressure, kind, removed, lo, inv_cell, dims,

@@ -90,28 +90,18 @@ def in_reach(ghost: np.ndarray, support: float) -> np.ndarray:
 class BoundaryDensity(NamedTuple):
     """The mDBC pass as a kernel, and as the Taichi function `loop` over the boundary block of
     the first `live` sorted particles (fused kernels call it before the interaction), whose
-    last two arguments are () or the neighbour lists in a tuple, and () or the work list of
-    solver/physics/wet_boundary.py in a tuple (without it the whole boundary block)."""
+    last argument is () or the neighbour lists in a tuple."""
 
     kernel: Callable
-    """The pass over the work list `wet` (its last argument), or over the whole boundary block
-    where the pass was built without `worklist` (`wet` then unread)."""
     listed_kernel: Callable
     """The kernel reading neighbour lists (solver/neighbor_lists.py), their array last: the
     CPU's. A kernel of its own, so that `kernel`, which GPUs run, keeps its arguments (one
     buffer fewer under Metal's limit) and the code the GPUs were measured with."""
     loop: Callable
-    reaches_fluid: Callable
-    """reaches_fluid(i, position, ghost, lo, inv_cell, dims, cell_offsets): whether boundary
-    particle i is computed (`in_reach`) and has a fluid candidate in the cells around its
-    ghost node, as filed by the last sort; one without keeps rho0 until the next sort."""
-    set_rest: Callable
-    """set_rest(i, density, pressure): give boundary particle i the density and pressure the
-    pass gives one with no fluid candidate (rho0, exactly as `loop` computes them)."""
 
 
 def build_boundary_density(
-    cfg: Config, skin: float = 0.0, spread_order: bool = False, worklist: bool = False
+    cfg: Config, skin: float = 0.0, spread_order: bool = False
 ) -> BoundaryDensity:
     """The mDBC pass for `cfg`, its constants compiled in: sets the density and pressure of
     every boundary particle from the fluid around its ghost node; fluid particles are left
@@ -119,9 +109,7 @@ def build_boundary_density(
     particles do not move, so the skin argument of the interaction holds here too). With
     `spread_order` (the CPU) the loop takes the boundary block in the order of
     solver/parallel/spread_order.py, so that the wet wall particles, which sit together in the
-    sort, are shared among the threads; the results are the same bits. With `worklist` the
-    kernels run over the work list of solver/physics/wet_boundary.py, which a single process
-    keeps (the same bits again: the particles left out would have kept rho0)."""
+    sort, are shared among the threads; the results are the same bits."""
     kernel_w, kernel_f = (taichi_func(f) for f in kernel_functions(cfg.physics.kernel))
     h = cfg.smoothing_length
     inv_h = 1.0 / h
@@ -285,39 +273,6 @@ def build_boundary_density(
         pressure[i] = tait_pressure(rho, rho0, b, gamma)
 
     @ti.func
-    def set_rest(i, density: ti.template(), pressure: ti.template()):
-        """See `BoundaryDensity.set_rest`: rho0 is what `boundary_particle` sets without fluid
-        candidates (`ghost_density` clamps to it), and its pressure is computed by the same
-        function from the same value."""
-        rho = rho0
-        density[i] = rho
-        pressure[i] = tait_pressure(rho, rho0, b, gamma)
-
-    @ti.func
-    def reaches_fluid(
-        i, position: ti.template(), ghost: ti.template(), lo, inv_cell, dims,
-        cell_offsets: ti.template(),
-    ):  # fmt: skip
-        """See `BoundaryDensity.reaches_fluid`. The cells are those `ghost_density` walks,
-        within the search radius of the ghost node: a fluid particle that comes within the
-        support of x_g before the next sort lay within the search radius at the sort (the skin
-        argument; boundary particles do not move), so a particle without candidates now has
-        none until then; one with candidates may still find none within its support, which
-        `ghost_density` handles as before."""
-        found = False
-        g = ghost[i]
-        if g.dot(g) <= reach2:
-            x_g = position[i] + g
-            box = search_cells(x_g, search_radius, lo, inv_cell, dims)
-            for cz in range(box[0, 2], box[1, 2] + 1):
-                for cy in range(box[0, 1], box[1, 1] + 1):
-                    cells = row_cells(x_g, search_radius, cy, cz, lo, inv_cell, dims)
-                    span = block_span(cells, FLUID_BLOCK, dims, cell_offsets)
-                    if span[1] > span[0]:
-                        found = True
-        return found
-
-    @ti.func
     def loop(
         live: ti.template(),
         position: ti.template(),
@@ -330,28 +285,12 @@ def build_boundary_density(
         dims: ti.template(),
         cell_offsets: ti.template(),
         lists: ti.template(),
-        wet: ti.template(),
     ):
-        """The pass over the boundary block of the first `live` sorted particles, or over the
-        work list in `wet` (nothing where `live` is 0: a halted batch), a parallel loop when
-        called at a kernel's top level. Every argument is a template, so that GPU kernels get
-        the loop as they had it inline (solver/physics/interaction.py, `Interaction.gather`)."""
-        if ti.static(len(wet) > 0):
-            if ti.static(spread_order):
-                for t in range(spread_length(ti.select(live > 0, wet[0][0], 0))):
-                    e = spread_index(t, wet[0][0])
-                    if e < wet[0][0]:
-                        boundary_particle(
-                            wet[0][1 + e], position, ghost, density, pressure, removed, lo,
-                            inv_cell, dims, cell_offsets, lists,
-                        )  # fmt: skip
-            else:
-                for t in range(ti.select(live > 0, wet[0][0], 0)):
-                    boundary_particle(
-                        wet[0][1 + t], position, ghost, density, pressure, removed, lo,
-                        inv_cell, dims, cell_offsets, lists,
-                    )  # fmt: skip
-        elif ti.static(spread_order):
+        """The pass over the boundary block of the first `live` sorted particles, a parallel
+        loop when called at a kernel's top level. Every argument is a template, so that GPU
+        kernels get the loop as they had it inline (solver/physics/interaction.py,
+        `Interaction.gather`)."""
+        if ti.static(spread_order):
             first = fluid_count(live, dims, cell_offsets)
             for t in range(spread_length(live - first)):
                 i = first + spread_index(t, live - first)
@@ -379,18 +318,8 @@ def build_boundary_density(
         inv_cell: ti.math.vec3,
         dims: ti.math.ivec3,
         cell_offsets: ti.types.ndarray(ndim=1),
-        wet: ti.types.ndarray(dtype=ti.i32, ndim=1),
     ):
-        if ti.static(worklist):
-            loop(
-                n, position, ghost, density, pressure, removed, lo, inv_cell, dims,
-                cell_offsets, (), (wet,),
-            )  # fmt: skip
-        else:
-            loop(
-                n, position, ghost, density, pressure, removed, lo, inv_cell, dims,
-                cell_offsets, (), (),
-            )  # fmt: skip
+        loop(n, position, ghost, density, pressure, removed, lo, inv_cell, dims, cell_offsets, ())
 
     @ti.kernel
     def boundary_density_listed(
@@ -404,18 +333,11 @@ def build_boundary_density(
         inv_cell: ti.math.vec3,
         dims: ti.math.ivec3,
         cell_offsets: ti.types.ndarray(ndim=1),
-        wet: ti.types.ndarray(dtype=ti.i32, ndim=1),
         lists: ti.types.ndarray(dtype=ti.i32, ndim=2),
     ):
-        if ti.static(worklist):
-            loop(
-                n, position, ghost, density, pressure, removed, lo, inv_cell, dims,
-                cell_offsets, (lists,), (wet,),
-            )  # fmt: skip
-        else:
-            loop(
-                n, position, ghost, density, pressure, removed, lo, inv_cell, dims,
-                cell_offsets, (lists,), (),
-            )  # fmt: skip
+        loop(
+            n, position, ghost, density, pressure, removed, lo, inv_cell, dims, cell_offsets,
+            (lists,),
+        )  # fmt: skip
 
-    return BoundaryDensity(boundary_density, boundary_density_listed, loop, reaches_fluid, set_rest)
+    return BoundaryDensity(boundary_density, boundary_density_listed, loop)
