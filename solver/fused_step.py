@@ -87,7 +87,6 @@ def build_verlet_step(
         sort_follows,
         points: ti.template(),
         probe_rows: ti.template(),
-        probe_slots: ti.template(),
         stress: ti.template(),
         lists: ti.template(),
     ):
@@ -135,10 +134,11 @@ def build_verlet_step(
         if ti.static(sampled):
             row = batch.probe_row(records, k)
             radius = support_radius + records[0][MOVED]
-            point_sums(
-                n_points, row >= 0, points, position, density, pressure, removed, radius, lo,
-                inv_cell, dims, cell_offsets, probe_slots, probe_rows, row,
-            )  # fmt: skip
+            for q in range(ti.select(row >= 0, n_points, 0)):
+                probe_rows[row, q] = point_sums(
+                    points[q], position, density, pressure, removed, radius, lo, inv_cell,
+                    dims, cell_offsets,
+                )  # fmt: skip
 
     @ti.kernel
     def interact_and_verlet(
@@ -170,14 +170,13 @@ def build_verlet_step(
         sort_follows: ti.i32,
         points: ti.types.ndarray(ndim=1),
         probe_rows: ti.types.ndarray(ndim=2),
-        probe_slots: ti.types.ndarray(ndim=1),
     ):
         step(
             position, ghost, velocity, velocity_prev, density, density_prev, pressure, kind,
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
             sort_follows, points,
-            probe_rows, probe_slots, (), (),
+            probe_rows, (), (),
         )  # fmt: skip
 
     @ti.kernel
@@ -210,7 +209,6 @@ def build_verlet_step(
         sort_follows: ti.i32,
         points: ti.types.ndarray(ndim=1),
         probe_rows: ti.types.ndarray(ndim=2),
-        probe_slots: ti.types.ndarray(ndim=1),
         tau: ti.types.ndarray(ndim=1),
         tau_next: ti.types.ndarray(ndim=1),
     ):
@@ -219,7 +217,7 @@ def build_verlet_step(
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
             sort_follows, points,
-            probe_rows, probe_slots, (tau, tau_next), (),
+            probe_rows, (tau, tau_next), (),
         )  # fmt: skip
 
     @ti.kernel
@@ -252,7 +250,6 @@ def build_verlet_step(
         sort_follows: ti.i32,
         points: ti.types.ndarray(ndim=1),
         probe_rows: ti.types.ndarray(ndim=2),
-        probe_slots: ti.types.ndarray(ndim=1),
         sums: ti.types.ndarray(ndim=2),
         lists: ti.types.ndarray(dtype=ti.i32, ndim=2),
     ):
@@ -261,7 +258,7 @@ def build_verlet_step(
             removed, n, cell_offsets, acceleration, density_rate, maxima, slot, euler, health,
             records, k, remaining, dt_prev, moved, last_probe, probes_left, pending,
             sort_follows, points,
-            probe_rows, probe_slots, (sums,), (lists,) if ti.static(interaction.lists) else (),
+            probe_rows, (sums,), (lists,) if ti.static(interaction.lists) else (),
         )  # fmt: skip
 
     if interaction.sps:

@@ -459,8 +459,7 @@ class Simulation:
             p.density_rate, self._maximum.out, slot, self._euler_at(self.steps + k),
             self._health, self._records, k, remaining, self.dt, self.moved, *probe_clock,
             float(self.flagged - self._flagged_at_sort), int(sort_follows),
-            self.probe_points.points, self.probe_points.rows, self.probe_points.slots, *stress,
-            *self._pair_arrays(),
+            self.probe_points.points, self.probe_points.rows, *stress, *self._pair_arrays(),
         )  # fmt: skip
         if sort_follows:
             self._batch_sort(self._records, stress[::-1])

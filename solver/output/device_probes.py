@@ -32,27 +32,10 @@ if TYPE_CHECKING:
 SUMS = 1 + SENSOR_SUMS
 """Sums per point: the fluid mass, then a sensor's `ProbeSampler.shepard_sums`."""
 
-ROW_SLOTS = 32
-"""Threads that share a probe point's rows of cells. One thread a point walked its 41 rows or
-so and their few hundred candidates alone: at SPHERIC test 2's 820 points (4 gauge lines of 201
-samples, 16 sensors) a sample took about 280 us on the H200, 4.5 % of the run's device time with
-probes every millisecond, while a step's interaction keeps every multiprocessor busy for about
-450 us (docs/performance.md, "Where a SPHERIC step's device time goes"). Dealt to ROW_SLOTS
-threads a point (row r to the thread r mod ROW_SLOTS), each thread's partial sums are added in
-slot order afterwards: the same sums on every backend and every run."""
-
 
 def build_point_sums(cfg: "Config") -> Callable:
-    """ti.func gather(n, active, points, position, density, pressure, removed, search_radius,
-    lo, inv_cell, dims, cell_offsets, slots, out, out_row), to call at a kernel's top level:
-    where `active` is true, sets out[out_row, q] to the SUMS sums at points[q] for q < n, the
-    constants of `cfg` compiled in; `slots` holds n * ROW_SLOTS partial sums (see ROW_SLOTS).
-    The fused step passes its points' count as a Python int and whether the step samples as
-    `active`: its two loops then have constant bounds, and CUDA launches one thread an item
-    that returns at once in a step that samples nothing. A loop bound known only on the device
-    (as the step's probe loop had) launches a grid sized for the whole GPU: 8 us on an H100
-    for a loop of no items, against 772 us for the seed case's whole step (docs/performance.md,
-    "The mDBC pass over the wet walls alone").
+    """ti.func (x, position, density, pressure, removed, search_radius, lo, inv_cell, dims,
+    cell_offsets) -> the SUMS sums at the point x, the constants of `cfg` compiled in.
 
     Candidates come from the cells of the last sort within `search_radius`, which must be 2h
     plus how far any particle may have moved since (the interaction's skin argument, with the
@@ -68,12 +51,10 @@ def build_point_sums(cfg: "Config") -> Callable:
     mass, boundary_mass = cfg.particle_mass, cfg.boundary_particle_mass
 
     @ti.func
-    def slot_sums(
-        x, slot, position: ti.template(), density: ti.template(), pressure: ti.template(),
+    def point_sums(
+        x, position: ti.template(), density: ti.template(), pressure: ti.template(),
         removed: ti.template(), search_radius, lo, inv_cell, dims, cell_offsets: ti.template(),
     ):  # fmt: skip
-        """The sums at x over the rows slot, slot + ROW_SLOTS, ... of its search box (rows
-        numbered cy fastest)."""
         kernel_sum = 0.0  # sum_j W over fluid particles; times m at the end, as the host
         fluid_numerator = 0.0
         fluid_denominator = 0.0
@@ -81,29 +62,25 @@ def build_point_sums(cfg: "Config") -> Callable:
         boundary_numerator = 0.0
         boundary_denominator = 0.0
         box = search_cells(x, search_radius, lo, inv_cell, dims)
-        across = box[1, 1] - box[0, 1] + 1
-        rows = across * (box[1, 2] - box[0, 2] + 1)
-        for m in range((rows - slot + ROW_SLOTS - 1) // ROW_SLOTS):
-            row = slot + m * ROW_SLOTS
-            cy = box[0, 1] + row % across
-            cz = box[0, 2] + row // across
-            cells = row_cells(x, search_radius, cy, cz, lo, inv_cell, dims)
-            for block in ti.static(range(BLOCKS)):
-                span = block_span(cells, block, dims, cell_offsets)
-                for j in range(span[0], span[1]):
-                    r2 = (x - position[j]).norm_sqr()
-                    if r2 < support2 and removed[j] == 0:
-                        w = kernel_w(ti.sqrt(r2), h)
-                        m_j = ti.static(mass if block == FLUID_BLOCK else boundary_mass)
-                        weight = w * (m_j / density[j])
-                        if ti.static(block == FLUID_BLOCK):
-                            fluid_numerator += pressure[j] * weight
-                            fluid_denominator += weight
-                            kernel_sum += w
-                            fluid_near += 1
-                        else:
-                            boundary_numerator += pressure[j] * weight
-                            boundary_denominator += weight
+        for cz in range(box[0, 2], box[1, 2] + 1):
+            for cy in range(box[0, 1], box[1, 1] + 1):
+                cells = row_cells(x, search_radius, cy, cz, lo, inv_cell, dims)
+                for block in ti.static(range(BLOCKS)):
+                    span = block_span(cells, block, dims, cell_offsets)
+                    for j in range(span[0], span[1]):
+                        r2 = (x - position[j]).norm_sqr()
+                        if r2 < support2 and removed[j] == 0:
+                            w = kernel_w(ti.sqrt(r2), h)
+                            m_j = ti.static(mass if block == FLUID_BLOCK else boundary_mass)
+                            weight = w * (m_j / density[j])
+                            if ti.static(block == FLUID_BLOCK):
+                                fluid_numerator += pressure[j] * weight
+                                fluid_denominator += weight
+                                kernel_sum += w
+                                fluid_near += 1
+                            else:
+                                boundary_numerator += pressure[j] * weight
+                                boundary_denominator += weight
         return ti.Vector(
             [
                 mass * kernel_sum, fluid_numerator, fluid_denominator, fluid_near,
@@ -112,32 +89,12 @@ def build_point_sums(cfg: "Config") -> Callable:
             float,
         )  # fmt: skip
 
-    @ti.func
-    def gather(
-        n: ti.template(), active, points: ti.template(), position: ti.template(),
-        density: ti.template(), pressure: ti.template(), removed: ti.template(), search_radius,
-        lo, inv_cell, dims, cell_offsets: ti.template(), slots: ti.template(),
-        out: ti.template(), out_row,
-    ):  # fmt: skip
-        for t in range(n * ROW_SLOTS):
-            if active:
-                slots[t] = slot_sums(
-                    points[t // ROW_SLOTS], t % ROW_SLOTS, position, density, pressure,
-                    removed, search_radius, lo, inv_cell, dims, cell_offsets,
-                )  # fmt: skip
-        for q in range(n):
-            if active:
-                total = slots[q * ROW_SLOTS]
-                for s in range(1, ROW_SLOTS):
-                    total += slots[q * ROW_SLOTS + s]
-                out[out_row, q] = total
-
-    return gather
+    return point_sums
 
 
 def build_probe_sums(point_sums: Callable) -> Callable:
-    """The kernel filling sums[0, k] with `point_sums` (the gather of `build_point_sums`) at
-    each probe point k, between steps."""
+    """The kernel filling sums[k] with `point_sums` (see `build_point_sums`) at each probe
+    point k, between steps."""
 
     @ti.kernel
     def probe_sums(
@@ -152,13 +109,13 @@ def build_probe_sums(point_sums: Callable) -> Callable:
         inv_cell: ti.math.vec3,
         dims: ti.math.ivec3,
         cell_offsets: ti.types.ndarray(ndim=1),
-        slots: ti.types.ndarray(ndim=1),
-        sums: ti.types.ndarray(ndim=2),
+        sums: ti.types.ndarray(ndim=1),
     ):
-        point_sums(
-            n_points, True, points, position, density, pressure, removed, search_radius, lo,
-            inv_cell, dims, cell_offsets, slots, sums, 0,
-        )  # fmt: skip
+        for k in range(n_points):
+            sums[k] = point_sums(
+                points[k], position, density, pressure, removed, search_radius, lo, inv_cell,
+                dims, cell_offsets,
+            )  # fmt: skip
 
     return probe_sums
 
@@ -195,10 +152,8 @@ class ProbePoints:
         self.points.from_numpy(padded)
         self.rows = ti.Vector.ndarray(SUMS, dtype, shape=(PROBE_ROWS, padded.shape[0]))
         """The sums at every point of each probe time a batch passed, in the order passed."""
-        self.slots = ti.Vector.ndarray(SUMS, dtype, shape=padded.shape[0] * ROW_SLOTS)
-        """The partial sums of each point's rows (ROW_SLOTS of them a point)."""
         self.point_sums = build_point_sums(cfg)
-        """The ti.func gathering the points' sums (`build_point_sums`)."""
+        """The ti.func of one point's sums (`build_point_sums`)."""
 
 
 class DeviceProbes:
@@ -215,7 +170,7 @@ class DeviceProbes:
         self._probe_points = sim.probe_points
         self.sampler = self._probe_points.sampler
         dtype, shape = sim.particles.dtype, self._probe_points.points.shape
-        self._sums = ti.Vector.ndarray(SUMS, dtype, shape=(1, *shape))
+        self._sums = ti.Vector.ndarray(SUMS, dtype, shape=shape)
         self._kernel = build_probe_sums(self._probe_points.point_sums)
         self._sim = sim
         sim.probe_sampler = self.point_sums
@@ -251,9 +206,9 @@ class DeviceProbes:
         count = self._probe_points.count
         self._kernel(
             p.position, p.density, p.pressure, p.removed, self._probe_points.points, count,
-            search_radius, lo, inv_cell, dims, offsets, self._probe_points.slots, self._sums,
+            search_radius, lo, inv_cell, dims, offsets, self._sums,
         )  # fmt: skip
-        return self._sums.to_numpy()[0, :count]
+        return self._sums.to_numpy()[:count]
 
     @property
     def points(self) -> np.ndarray:
