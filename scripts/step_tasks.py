@@ -26,7 +26,8 @@ DURATION = re.compile(r"gpu__time_duration\.sum\s+(ns|us|ms)\s+([\d.,]+)")
 TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3}
 STEP_TASK = re.compile(r"^interact_and_verlet(_sps)?_kernel_0_")
 """The first task of the one-launch step (solver/fused_step.py), the batch's control: one per
-step, whichever loops the step compiles (the mDBC pass's adds a task before the interaction)."""
+step, whichever loops the step compiles (the interaction is task 2 under mDBC, 1 under DBC, and
+a change to the loops before it renumbers it)."""
 
 
 def task_durations(lines: list[str]) -> list[tuple[str, float]]:
