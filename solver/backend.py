@@ -108,17 +108,20 @@ def _init(
     threads: int | None,
     offline_cache_dir: Path | None = None,
     log_level: str = ti.WARN,
+    fast_math: bool = True,
 ) -> None:
     """ti.init for `backend`; precision sets Taichi's default float for all kernels.
 
     `offline_cache_dir` points Taichi's offline cache at a folder of the caller's (the Metal
-    check reads the compiled kernels back from a fresh one); `log_level` is Taichi's.
+    check reads the compiled kernels back from a fresh one); `log_level` is Taichi's;
+    `fast_math` is Taichi's switch of the same name (see `start_backend`).
     """
     kwargs: dict[str, object] = {
         "arch": _ARCHS[backend],
         "default_fp": ti.f64 if precision == "f64" else ti.f32,
         "default_ip": ti.i32,
         "log_level": log_level,
+        "fast_math": fast_math,
     }
     if backend == "cpu" and threads is not None:
         kwargs["cpu_max_num_threads"] = threads
@@ -180,16 +183,30 @@ def start_backend(
     threads: int | None = None,
     offline_cache_dir: Path | None = None,
     source: str = "the config",
+    fast_math: bool = True,
 ) -> BackendInfo:
     """Start Taichi on the requested backend and verify it is the one really running.
 
     `threads` caps the CPU backend's thread pool (1 is the sequential reference);
     `offline_cache_dir` replaces Taichi's default offline-cache folder; `source` names the
     case file in messages.
+
+    `fast_math` (Taichi's default, and every run's) lets the compiler fuse a multiply and an
+    add into one rounding and reassociate sums. Where it does so depends on the loop around
+    them and on the CPU it compiles for, so two kernels that add the same terms in the same
+    order (the neighbour lists and the cell walk, the pair halves' maximum and the gather's)
+    round alike on one CPU and differ in the last bit on another (measured: bitwise on the
+    machines of the earlier sessions and CI runs, not on an AMD EPYC with AVX2 and FMA,
+    2026-12-08). Without it every
+    operation is rounded as written (LLVM's strict floating point), which makes that
+    property hold on any CPU; the tests that compare two kernels' bits start Taichi so.
+    Runs keep it on: the CPU steps SPHERIC test 2 7 to 9 % slower without it (the 2-core
+    machine, `--set time.end=0.01`: 8.6e5 and 9.3e5 against 9.5e5 and 1.0e6
+    particle-steps/s).
     """
     backend = resolve_backend(requested)
     check_capabilities(backend, precision, threads, source)
-    _init(backend, precision, threads, offline_cache_dir)
+    _init(backend, precision, threads, offline_cache_dir, fast_math=fast_math)
     running = running_arch()
     if running != backend:
         reset_taichi()

@@ -42,23 +42,24 @@ if "TI_OFFLINE_CACHE_FILE_PATH" not in os.environ:
     atexit.register(shutil.rmtree, _cache, ignore_errors=True)
 
 REQUIRED = {b.strip() for b in os.environ.get("DAMBREAK_REQUIRE_BACKENDS", "").split(",") if b}
-_current: tuple[str, str] | None = None
+_current: tuple[str, str, bool] | None = None
 
 
-def use_backend(name: str, precision: str = "f32") -> None:
-    """Start Taichi on `name` unless it already runs there; skip or fail if it cannot."""
+def use_backend(name: str, precision: str = "f32", fast_math: bool = True) -> None:
+    """Start Taichi on `name` unless it already runs there so; skip or fail if it cannot.
+    `fast_math` as in `solver.backend.start_backend`."""
     global _current
-    if _current == (name, precision):
+    if _current == (name, precision, fast_math):
         return
     reset_taichi()
     _current = None
     try:
-        start_backend(name, precision)
+        start_backend(name, precision, fast_math=fast_math)
     except BackendError as error:
         if name in REQUIRED:
             pytest.fail(f"required backend {name} cannot start: {error}")
         pytest.skip(f"backend {name} not available here: {error}")
-    _current = (name, precision)
+    _current = (name, precision, fast_math)
 
 
 @pytest.fixture(scope="session", params=_candidate_backends())
@@ -78,6 +79,15 @@ def on_backend(backend: str) -> str:
 def on_cpu() -> str:
     """Taichi started on the CPU backend (f32) for this test."""
     use_backend("cpu")
+    return "cpu"
+
+
+@pytest.fixture
+def on_cpu_strict() -> str:
+    """Taichi started on the CPU backend (f32) without fast math, every operation rounded as
+    written: for tests that compare two kernels' bits, which fast math lets the compiler round
+    differently on some CPUs (solver.backend.start_backend)."""
+    use_backend("cpu", fast_math=False)
     return "cpu"
 
 
