@@ -17,7 +17,10 @@ length, then the candidates' sorted indices.
 The lists are the walk's candidates in the walk's order (rows by (cz, cy), in a row the fluid
 block before the boundary block, indices rising), and the readers apply the walk's own tests
 (support, removal), so a pass reading the lists adds the same terms in the same order as the
-walk: the same bits (tests/test_neighbor_lists.py).
+walk: the same bits where every operation is rounded as written (tests/test_neighbor_lists.py,
+run without fast math). Under fast math, every run's setting, the compiler may fuse the two
+loops' multiplies and adds differently on some CPUs, and the results then differ in the last
+bit (solver.backend.start_backend).
 
 The lists cost (HEADER + a row's width) 4-byte integers a particle, the width GROWTH times the
 longest list: 1.3 kB at SPHERIC test 2 (rows of 336 entries at H = sqrt(3) dp with a skin of

@@ -33,7 +33,8 @@ Measured on the 2-core machine (SPHERIC test 2 at dp 0.02, `dambreak bench`; doc
 "The fluid pairs once each on the CPU"): the interaction 72 ms against the gather's 98 ms, the
 whole step 111 to 118 ms against 140 to 150 ms. With neighbour lists (solver/neighbor_lists.py,
 on by default) a particle's candidates come from its list instead of the cell rows, in the
-walk's order, so the same bits: the interaction 43 to 45 ms, the step 65 to 70 ms
+walk's order, so the same bits without fast math (solver/neighbor_lists.py): the interaction
+43 to 45 ms, the step 65 to 70 ms
 (docs/performance.md, "Neighbour lists on the CPU").
 
 Only the artificial viscosity is covered: with laminar + SPS the velocity gradient a particle
