@@ -197,12 +197,11 @@ def start_backend(
     order (the neighbour lists and the cell walk, the pair halves' maximum and the gather's)
     round alike on one CPU and differ in the last bit on another (measured: bitwise on the
     machines of the earlier sessions and CI runs, not on an AMD EPYC with AVX2 and FMA,
-    2026-12-08). Without it every
-    operation is rounded as written (LLVM's strict floating point), which makes that
-    property hold on any CPU; the tests that compare two kernels' bits start Taichi so.
-    Runs keep it on: the CPU steps SPHERIC test 2 7 to 9 % slower without it (the 2-core
-    machine, `--set time.end=0.01`: 8.6e5 and 9.3e5 against 9.5e5 and 1.0e6
-    particle-steps/s).
+    2026-12-08). Without it every operation is rounded as written (LLVM's strict floating
+    point), which makes that property hold on any CPU; the tests that compare two kernels'
+    bits start Taichi so. Runs keep it on: the CPU steps SPHERIC test 2 7 to 9 % slower
+    without it (the 2-core machine, `--set time.end=0.01`: 8.6e5 and 9.3e5 against 9.5e5 and
+    1.0e6 particle-steps/s; docs/performance.md, "Fast math kept on").
     """
     backend = resolve_backend(requested)
     check_capabilities(backend, precision, threads, source)
