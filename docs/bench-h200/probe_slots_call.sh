@@ -57,8 +57,8 @@ for c in slots; do
     --set time.end=1.0 --out $W/ncu_$c --force > $W/ncu_$c.txt 2>&1; python3 $ST $W/ncu_$c.txt --rows 10)
 done
 echo "== start-up of a SPHERIC run on CUDA with Taichi's cache warm (cProfile, 0.002 s of flow)"
-(cd $PWD && timeout 60 python -m cProfile -o $W/start.prof -m solver.cli run configs/spheric_test2.toml --backend cuda $NF \
-  --set time.end=0.002 --set time.output_interval=0.002 --out $W/start --force 2>&1 | tail -1)
+timeout 60 python -m cProfile -o $W/start.prof -m solver.cli run configs/spheric_test2.toml --backend cuda $NF \
+  --set time.end=0.002 --set time.output_interval=0.002 --out $W/start --force 2>&1 | tail -1
 python3 - <<'PY'
 import pstats
 stats = pstats.Stats("/tmp/w/start.prof")
